@@ -1,0 +1,130 @@
+"""Argument checks shared by `numpy_core` and `torch_core`.
+
+They look only at shapes, dtypes and sizes, so one message serves both libraries. Every message
+names the argument, what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def check_layer_sizes(width: int, heads: int) -> None:
+    """``ValueError`` unless ``width > 0``, ``heads > 0`` and ``width % heads == 0``."""
+    for name, value in (("width", width), ("heads", heads)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if width <= 0:
+        raise ValueError(f"width (D) must be positive, got width={width}")
+    if heads <= 0:
+        raise ValueError(f"heads (h) must be positive, got heads={heads}")
+    if width % heads != 0:
+        divisors = [n for n in range(1, width + 1) if width % n == 0]
+        raise ValueError(
+            f"width D={width} is not divisible by heads h={heads}: every head needs the same width "
+            f"d_h = D / h. Choose heads from the divisors of {width}: {divisors}"
+        )
+
+
+def check_rank(name: str, shape: Sequence[int], rank: int, layout: str, exact: bool = False) -> None:
+    """``ValueError`` if ``shape`` has fewer (or, with ``exact``, other) than ``rank`` axes."""
+    if len(shape) < rank or (exact and len(shape) != rank):
+        need = f"exactly {rank}" if exact else f"at least {rank}"
+        raise ValueError(
+            f"{name} must have {need} axes, laid out as {layout}; got shape {tuple(shape)} "
+            f"with {len(shape)} axes"
+        )
+
+
+def check_float(name: str, array: Any) -> None:
+    """``TypeError`` unless ``array`` is a NumPy array or torch tensor of floating-point numbers."""
+    dtype = getattr(array, "dtype", None)
+    is_float = getattr(array, "is_floating_point", None)
+    if dtype is None:
+        raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+    floating = is_float() if callable(is_float) else getattr(dtype, "kind", "") == "f"
+    if not floating:
+        raise TypeError(
+            f"{name} must hold floating-point numbers, got dtype {dtype}; "
+            f"convert it first, e.g. with .astype(float) or .float()"
+        )
+
+
+def check_dtype_matches(name: str, dtype: Any, layer_dtype: Any) -> None:
+    """``TypeError`` if an input's dtype differs from the layer's weights (no silent casting)."""
+    if dtype != layer_dtype:
+        raise TypeError(
+            f"{name} has dtype {dtype} but the layer's weights are {layer_dtype}; convert the "
+            f"input, or build the layer with dtype={dtype} to compute in that precision"
+        )
+
+
+def check_bool_mask(allowed: Any) -> None:
+    """``TypeError`` unless ``allowed`` is a boolean array or tensor (True = may attend)."""
+    dtype = getattr(allowed, "dtype", None)
+    if dtype is None:
+        raise TypeError(f"allowed must be a boolean array, got {type(allowed).__name__}")
+    if str(dtype) not in ("bool", "torch.bool"):
+        raise TypeError(
+            f"allowed must be a boolean mask (True = may attend), got dtype {dtype}. "
+            f"If you have an additive mask of 0 and -inf, use allowed = (mask == 0)"
+        )
+
+
+def mask_shape(shape: Sequence[int], scores_shape: Sequence[int]) -> None:
+    """``ValueError`` unless a mask of ``shape`` broadcasts to the scores ``(..., T, S)``."""
+    ok = len(shape) <= len(scores_shape) and all(
+        m in (1, s) for m, s in zip(reversed(shape), reversed(scores_shape))
+    )
+    if not ok:
+        raise ValueError(
+            f"allowed has shape {tuple(shape)}, which does not broadcast to the attention scores "
+            f"(..., T, S) = {tuple(scores_shape)}; its last two axes must be (T, S) or 1"
+        )
+
+
+def layer_mask_shape(shape: Sequence[int], B: int, h: int, T: int, S: int) -> None:
+    """Masks for a layer: ``(T, S)``, ``(B, T, S)`` or broadcastable to ``(B, h, T, S)``."""
+    if len(shape) == 3:
+        target: tuple[int, ...] = (B, T, S)
+    elif len(shape) in (2, 4):
+        target = (B, h, T, S)
+    else:
+        raise ValueError(
+            f"allowed must have shape (T, S), (B, T, S) or (B, h, T, S), got {tuple(shape)}"
+        )
+    ok = all(m in (1, s) for m, s in zip(reversed(shape), reversed(target)))
+    if not ok:
+        layout = {2: "(T, S)", 3: "(B, T, S)", 4: "(B, h, T, S)"}[len(shape)]
+        raise ValueError(
+            f"allowed has shape {tuple(shape)} but this call needs {layout} with "
+            f"B={B}, h={h}, T={T}, S={S} (or 1 on an axis to share it)"
+        )
+
+
+def check_layer_inputs(
+    query_shape: Sequence[int], context_shape: Sequence[int], width: int
+) -> tuple[int, int, int]:
+    """Validate ``(B, T, D)`` query and ``(B, S, D)`` context shapes; return ``(B, T, S)``."""
+    check_rank("query", query_shape, 3, "(B, T, D)", exact=True)
+    check_rank("context", context_shape, 3, "(B, S, D)", exact=True)
+    for name, shape in (("query", query_shape), ("context", context_shape)):
+        if shape[-1] != width:
+            raise ValueError(
+                f"{name} has width {shape[-1]} on its last axis but the layer width D is {width}; "
+                f"make sure the last axis holds the features (got shape {tuple(shape)})"
+            )
+    if query_shape[0] != context_shape[0]:
+        raise ValueError(
+            f"query and context must have the same batch size B, got {query_shape[0]} and {context_shape[0]}"
+        )
+    return query_shape[0], query_shape[1], context_shape[1]
+
+
+def empty_rows_message() -> str:
+    return (
+        "a query row has no allowed position (its row of `allowed` is all False), so its softmax "
+        "would be 0/0 = NaN. Make sure every query may attend to at least one source position; "
+        "for padded queries, allow one position and ignore their outputs"
+    )

@@ -1,0 +1,44 @@
+"""Re-execute notebooks top to bottom, each in a fresh kernel, and store the outputs in place.
+
+    python scripts/regenerate_notebooks.py                 # every notebook in notebooks/
+    python scripts/regenerate_notebooks.py notebooks/03_concatenate_and_project.ipynb
+
+Execution counts then read 1, 2, 3, ... which the hygiene test checks. Run it after editing a
+lesson, then run the test command from the README to see what changed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def regenerate(path: Path) -> float:
+    """Execute ``path`` in a fresh ``python3`` kernel, write it back; return seconds taken."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    start = time.perf_counter()
+    client = NotebookClient(
+        notebook, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()
+    nbformat.write(notebook, path)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(p).resolve() for p in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    for path in paths:
+        seconds = regenerate(path)
+        print(f"{path.relative_to(ROOT)}: executed in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

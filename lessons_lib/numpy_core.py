@@ -42,8 +42,9 @@ __all__ = [
 def softmax(scores: Array, axis: int = -1) -> Array:
     """Softmax along ``axis``; subtracting the row maximum keeps ``exp`` from overflowing."""
     shifted = scores - scores.max(axis=axis, keepdims=True)
-    exps = np.exp(shifted)
-    return exps / exps.sum(axis=axis, keepdims=True)
+    exps: Array = np.exp(shifted)
+    total: Array = exps.sum(axis=axis, keepdims=True)
+    return exps / total
 
 
 def causal_mask(T: int, S: int | None = None) -> Mask:

@@ -14,11 +14,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.validation import (
+    check_array,
     check_bool_mask,
+    check_library,
     check_dtype_matches,
     check_float,
     check_layer_inputs,
+    check_int,
     check_layer_sizes,
+    check_qkv,
     check_rank,
     empty_rows_message,
     layer_mask_shape,
@@ -55,6 +59,8 @@ def causal_mask(T: int, S: int | None = None) -> Mask:
     the mask for queries that arrive after ``S - T`` cached tokens.
     """
     S = T if S is None else S
+    check_int("T", T)
+    check_int("S", S)
     if T <= 0 or S < T:
         raise ValueError(f"causal_mask needs 0 < T <= S, got T={T}, S={S}")
     return np.tril(np.ones((T, S), dtype=bool), k=S - T)
@@ -76,24 +82,11 @@ def attention(q: Array, k: Array, v: Array, allowed: Mask | None = None) -> tupl
         ValueError: if a query row has no allowed position. A softmax over nothing is undefined
             (it would be 0/0 = NaN), so we refuse instead of returning NaN.
     """
-    check_float("q", q)
-    check_float("k", k)
-    check_float("v", v)
-    check_rank("q", q.shape, 2, "(..., T, d)")
-    check_rank("k", k.shape, 2, "(..., S, d)")
-    check_rank("v", v.shape, 2, "(..., S, d_v)")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
+    check_qkv(q, k, v, "numpy")
     d = q.shape[-1]
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)  # (..., T, d) @ (..., d, S) -> (..., T, S)
     if allowed is not None:
-        check_bool_mask(allowed)
+        check_bool_mask(allowed, "numpy")
         mask_shape(allowed.shape, scores.shape)
         if not np.all(np.any(allowed, axis=-1)):
             raise ValueError(empty_rows_message())
@@ -104,6 +97,7 @@ def attention(q: Array, k: Array, v: Array, allowed: Mask | None = None) -> tupl
 
 def split_heads(x: Array, heads: int) -> Array:
     """``(B, T, D) -> (B, h, T, d_h)``: reshape the last axis into heads, then move heads forward."""
+    check_array("x", x)
     check_rank("x", x.shape, 3, "(B, T, D)", exact=True)
     B, T, D = x.shape
     check_layer_sizes(D, heads)
@@ -113,6 +107,7 @@ def split_heads(x: Array, heads: int) -> Array:
 
 def merge_heads(x: Array) -> Array:
     """``(B, h, T, d_h) -> (B, T, D)``: the inverse of `split_heads` (concatenate the heads)."""
+    check_array("x", x)
     check_rank("x", x.shape, 4, "(B, h, T, d_h)", exact=True)
     B, h, T, d_h = x.shape
     x = x.transpose(0, 2, 1, 3)  # (B, h, T, d_h) -> (B, T, h, d_h)
@@ -143,6 +138,8 @@ class MultiHead:
         self.heads = heads
         self.head_width = width // heads
         self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise TypeError(f"dtype must be a floating-point type such as np.float32 or np.float64, got {self.dtype}")
         weights = init_weights(width, seed)
         self.wq = weights["wq"].astype(self.dtype)
         self.wk = weights["wk"].astype(self.dtype)
@@ -162,6 +159,8 @@ class MultiHead:
         context = query if context is None else context
         check_float("query", query)
         check_float("context", context)
+        check_library("query", query, "numpy")
+        check_library("context", context, "numpy")
         check_dtype_matches("query", query.dtype, self.dtype)
         check_dtype_matches("context", context.dtype, self.dtype)
         B, T, S = check_layer_inputs(query.shape, context.shape, self.width)
@@ -169,7 +168,7 @@ class MultiHead:
         k = split_heads(context @ self.wk, self.heads)  # (B, S, D) -> (B, h, S, d_h)
         v = split_heads(context @ self.wv, self.heads)  # (B, S, D) -> (B, h, S, d_h)
         if allowed is not None:
-            check_bool_mask(allowed)
+            check_bool_mask(allowed, "numpy")
             layer_mask_shape(allowed.shape, B, self.heads, T, S)
             if allowed.ndim == 3:
                 allowed = allowed[:, None]  # (B, T, S) -> (B, 1, T, S): same mask for every head
@@ -179,3 +178,15 @@ class MultiHead:
     def __repr__(self) -> str:
         return f"MultiHead(width={self.width}, heads={self.heads})  # d_h={self.head_width}"
 
+
+
+def __getattr__(name: str) -> object:
+    """Lesson 05's grouped-query layer, reachable from here too: ``numpy_core.GroupedQueryAttention``.
+
+    It lives in `lessons_lib.gqa` (which builds on this module) and is loaded on first use.
+    """
+    if name in ("GroupedQueryAttention", "from_multihead", "repeat_kv"):
+        from lessons_lib import gqa
+
+        return getattr(gqa, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,14 +11,19 @@ import math
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import skip_init
 
 from lessons_lib.numpy_core import init_weights
 from lessons_lib.validation import (
+    check_array,
     check_bool_mask,
+    check_library,
     check_dtype_matches,
     check_float,
     check_layer_inputs,
+    check_int,
     check_layer_sizes,
+    check_qkv,
     check_rank,
     empty_rows_message,
     layer_mask_shape,
@@ -31,6 +36,8 @@ __all__ = ["attention", "causal_mask", "merge_heads", "MultiHead", "split_heads"
 def causal_mask(T: int, S: int | None = None) -> Tensor:
     """Boolean ``(T, S)`` mask, ``True`` = may attend; see `numpy_core.causal_mask`."""
     S = T if S is None else S
+    check_int("T", T)
+    check_int("S", S)
     if T <= 0 or S < T:
         raise ValueError(f"causal_mask needs 0 < T <= S, got T={T}, S={S}")
     return torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)
@@ -45,24 +52,11 @@ def attention(
     to ``(..., T, S)``, ``True`` = may attend. Returns ``(output (..., T, d_v), weights (..., T, S))``.
     Raises ``ValueError`` when a query row has no allowed position (instead of returning NaN).
     """
-    check_float("q", q)
-    check_float("k", k)
-    check_float("v", v)
-    check_rank("q", q.shape, 2, "(..., T, d)")
-    check_rank("k", k.shape, 2, "(..., S, d)")
-    check_rank("v", v.shape, 2, "(..., S, d_v)")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
+    check_qkv(q, k, v, "torch")
     d = q.shape[-1]
     scores = q @ k.transpose(-1, -2) / math.sqrt(d)  # (..., T, d) @ (..., d, S) -> (..., T, S)
     if allowed is not None:
-        check_bool_mask(allowed)
+        check_bool_mask(allowed, "torch")
         mask_shape(allowed.shape, scores.shape)
         if not bool(allowed.any(dim=-1).all()):
             raise ValueError(empty_rows_message())
@@ -73,6 +67,7 @@ def attention(
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
     """``(B, T, D) -> (B, h, T, d_h)``: reshape the last axis into heads, then move heads forward."""
+    check_array("x", x)
     check_rank("x", x.shape, 3, "(B, T, D)", exact=True)
     B, T, D = x.shape
     check_layer_sizes(D, heads)
@@ -82,10 +77,23 @@ def split_heads(x: Tensor, heads: int) -> Tensor:
 
 def merge_heads(x: Tensor) -> Tensor:
     """``(B, h, T, d_h) -> (B, T, D)``: the inverse of `split_heads` (concatenate the heads)."""
+    check_array("x", x)
     check_rank("x", x.shape, 4, "(B, h, T, d_h)", exact=True)
     B, h, T, d_h = x.shape
     x = x.transpose(1, 2)  # (B, h, T, d_h) -> (B, T, h, d_h), no longer contiguous
     return x.reshape(B, T, h * d_h)  # (B, T, h, d_h) -> (B, T, D); reshape copies, view would fail
+
+
+def blank_linear(in_features: int, out_features: int, dtype: torch.dtype) -> nn.Linear:
+    """A bias-free ``nn.Linear`` whose weight we fill ourselves.
+
+    ``skip_init`` skips the default random init, so building a layer leaves torch's global random
+    state alone (a learner's ``torch.manual_seed`` keeps meaning what it did).
+    """
+    layer: nn.Linear = skip_init(  # type: ignore[no-untyped-call]
+        nn.Linear, in_features, out_features, bias=False, dtype=dtype
+    )
+    return layer
 
 
 class MultiHead(nn.Module):
@@ -97,16 +105,18 @@ class MultiHead(nn.Module):
 
     def __init__(self, width: int, heads: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> None:
         check_layer_sizes(width, heads)
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be a floating-point type such as torch.float32 or torch.float64, got {dtype}")
         super().__init__()
         self.width = width
         self.heads = heads
         self.head_width = width // heads
         self.dtype = dtype
         weights = init_weights(width, seed)
-        self.wq = nn.Linear(width, width, bias=False, dtype=dtype)
-        self.wk = nn.Linear(width, width, bias=False, dtype=dtype)
-        self.wv = nn.Linear(width, width, bias=False, dtype=dtype)
-        self.wo = nn.Linear(width, width, bias=False, dtype=dtype)
+        self.wq = blank_linear(width, width, dtype)
+        self.wk = blank_linear(width, width, dtype)
+        self.wv = blank_linear(width, width, dtype)
+        self.wo = blank_linear(width, width, dtype)
         with torch.no_grad():
             for name, linear in (("wq", self.wq), ("wk", self.wk), ("wv", self.wv), ("wo", self.wo)):
                 linear.weight.copy_(torch.from_numpy(weights[name].T))  # (in, out) -> (out, in)
@@ -122,6 +132,8 @@ class MultiHead(nn.Module):
         context = query if context is None else context
         check_float("query", query)
         check_float("context", context)
+        check_library("query", query, "torch")
+        check_library("context", context, "torch")
         check_dtype_matches("query", query.dtype, self.dtype)
         check_dtype_matches("context", context.dtype, self.dtype)
         B, T, S = check_layer_inputs(query.shape, context.shape, self.width)
@@ -129,7 +141,7 @@ class MultiHead(nn.Module):
         k = split_heads(self.wk(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         v = split_heads(self.wv(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         if allowed is not None:
-            check_bool_mask(allowed)
+            check_bool_mask(allowed, "torch")
             layer_mask_shape(allowed.shape, B, self.heads, T, S)
             if allowed.ndim == 3:
                 allowed = allowed[:, None]  # (B, T, S) -> (B, 1, T, S): same mask for every head
@@ -138,3 +150,15 @@ class MultiHead(nn.Module):
 
     def extra_repr(self) -> str:
         return f"width={self.width}, heads={self.heads}, d_h={self.head_width}"
+
+
+def __getattr__(name: str) -> object:
+    """Lesson 05's grouped-query layer, reachable from here too: ``torch_core.GroupedQueryAttention``.
+
+    It lives in `lessons_lib.gqa_torch` (which builds on this module) and is loaded on first use.
+    """
+    if name in ("GroupedQueryAttention", "from_multihead", "repeat_kv"):
+        from lessons_lib import gqa_torch
+
+        return getattr(gqa_torch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

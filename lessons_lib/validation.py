@@ -6,15 +6,21 @@ names the argument, what was expected and what was given.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
+
+
+def check_int(name: str, value: Any) -> None:
+    """``TypeError`` unless ``value`` is an integer (Python or NumPy); ``bool`` is refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
 
 
 def check_layer_sizes(width: int, heads: int) -> None:
     """``ValueError`` unless ``width > 0``, ``heads > 0`` and ``width % heads == 0``."""
     for name, value in (("width", width), ("heads", heads)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        check_int(name, value)
     if width <= 0:
         raise ValueError(f"width (D) must be positive, got width={width}")
     if heads <= 0:
@@ -37,6 +43,34 @@ def check_rank(name: str, shape: Sequence[int], rank: int, layout: str, exact: b
         )
 
 
+def check_array(name: str, array: Any) -> None:
+    """``TypeError`` unless ``array`` is a NumPy array or torch tensor (it has a shape and a dtype)."""
+    if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
+        raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+
+
+def check_library(name: str, array: Any, library: str) -> None:
+    """``TypeError`` if ``array`` comes from the other library (``library``: "numpy" or "torch")."""
+    is_torch = type(array).__module__.split(".")[0] == "torch"
+    if is_torch != (library == "torch"):
+        wanted, fix = (
+            ("torch.Tensor", "torch.from_numpy(x)") if library == "torch" else ("NumPy array", "x.detach().numpy()")
+        )
+        raise TypeError(
+            f"{name} must be a {wanted} for lessons_lib.{library}_core, got {type(array).__name__}; "
+            f"convert it with {fix}, or use the module of the library your data lives in"
+        )
+
+
+def check_source_length(name: str, shape: Sequence[int]) -> None:
+    """``ValueError`` if there are no source positions (S = 0): a softmax over nothing is undefined."""
+    if shape[-2] == 0:
+        raise ValueError(
+            f"{name} has no source positions (S=0, shape {tuple(shape)}); attention needs at least "
+            f"one position to attend to"
+        )
+
+
 def check_float(name: str, array: Any) -> None:
     """``TypeError`` unless ``array`` is a NumPy array or torch tensor of floating-point numbers."""
     dtype = getattr(array, "dtype", None)
@@ -51,6 +85,39 @@ def check_float(name: str, array: Any) -> None:
         )
 
 
+def check_qkv(q: Any, k: Any, v: Any, library: str) -> None:
+    """Checks for ``attention(q (..., T, d), k (..., S, d), v (..., S, d_v))`` in ``library``."""
+    for name, array in (("q", q), ("k", k), ("v", v)):
+        check_float(name, array)
+        check_library(name, array, library)
+    check_rank("q", q.shape, 2, "(..., T, d)")
+    check_rank("k", k.shape, 2, "(..., S, d)")
+    check_rank("v", v.shape, 2, "(..., S, d_v)")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}; "
+            f"convert them to one precision first"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    check_source_length("k", k.shape)
+    leading = [tuple(a.shape[:-2]) for a in (q, k, v)]
+    width = max(len(lead) for lead in leading)
+    for axis in range(1, width + 1):
+        sizes = {lead[-axis] for lead in leading if len(lead) >= axis} - {1}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"the leading (batch/head) axes of q, k and v do not broadcast: {leading[0]}, "
+                f"{leading[1]} and {leading[2]}; they must match or be 1"
+            )
+
+
 def check_dtype_matches(name: str, dtype: Any, layer_dtype: Any) -> None:
     """``TypeError`` if an input's dtype differs from the layer's weights (no silent casting)."""
     if dtype != layer_dtype:
@@ -60,8 +127,8 @@ def check_dtype_matches(name: str, dtype: Any, layer_dtype: Any) -> None:
         )
 
 
-def check_bool_mask(allowed: Any) -> None:
-    """``TypeError`` unless ``allowed`` is a boolean array or tensor (True = may attend)."""
+def check_bool_mask(allowed: Any, library: str) -> None:
+    """``TypeError`` unless ``allowed`` is a boolean array (``library``: "numpy" or "torch")."""
     dtype = getattr(allowed, "dtype", None)
     if dtype is None:
         raise TypeError(f"allowed must be a boolean array, got {type(allowed).__name__}")
@@ -70,6 +137,7 @@ def check_bool_mask(allowed: Any) -> None:
             f"allowed must be a boolean mask (True = may attend), got dtype {dtype}. "
             f"If you have an additive mask of 0 and -inf, use allowed = (mask == 0)"
         )
+    check_library("allowed", allowed, library)
 
 
 def mask_shape(shape: Sequence[int], scores_shape: Sequence[int]) -> None:
@@ -115,6 +183,7 @@ def check_layer_inputs(
                 f"{name} has width {shape[-1]} on its last axis but the layer width D is {width}; "
                 f"make sure the last axis holds the features (got shape {tuple(shape)})"
             )
+    check_source_length("context", context_shape)
     if query_shape[0] != context_shape[0]:
         raise ValueError(
             f"query and context must have the same batch size B, got {query_shape[0]} and {context_shape[0]}"

@@ -1,0 +1,151 @@
+"""Quick check for lesson 06 (latent attention, MLA): cache size, absorption, the GQA equivalent.
+
+Each checker compares the learner's answer with the right one and, when it is wrong, with the
+mistakes people make most often (reading the config's ``num_key_value_heads`` as if MLA cached
+per-head keys and values, forgetting the rotary key, counting the latent twice, ...).
+
+Notation: ``h`` heads, ``d_h`` head width, ``d_c`` latent width (``kv_lora_rank``), ``d_rope``
+rotary key width (``qk_rope_head_dim``), ``D`` model width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.checks import Verdict, as_numpy, failed, passed
+
+__all__ = ["check_mla_cache_elements", "check_absorbed_query_weight", "check_equivalent_kv_heads"]
+
+
+def _as_number(question: str, answer: Any, what: str) -> float | Verdict:
+    if answer is None:
+        return failed(question, f"no answer yet: replace None with {what}")
+    if isinstance(answer, bool):
+        return failed(question, f"expected a number, got the boolean {answer}")
+    try:
+        return float(np.asarray(as_numpy(answer), dtype=np.float64).item())
+    except (TypeError, ValueError):
+        return failed(question, f"expected one number, got {type(answer).__name__} {answer!r}")
+
+
+def check_mla_cache_elements(
+    answer: Any, *, layers: int, latent_width: int, rope_width: int, kv_heads: int, head_dim: int
+) -> Verdict:
+    """Question "MLA cache": numbers MLA caches per token over all layers, ``layers * (d_c + d_rope)``.
+
+    ``kv_heads`` and ``head_dim`` are what the model's config file says (``num_key_value_heads``,
+    the per-head width); they let us recognise the GQA formula applied to an MLA model.
+
+    Recognises: ``2 * layers * kv_heads * head_dim`` (the config's ``num_key_value_heads`` read as
+    a K/V cache), the rotary key forgotten, the latent counted twice (once for K, once for V), the
+    rotary key counted per head, and one layer instead of all.
+    """
+    question = "MLA cache"
+    a = _as_number(question, answer, "layers * (d_c + d_rope)")
+    if isinstance(a, Verdict):
+        return a
+    right = layers * (latent_width + rope_width)
+    if a == right:
+        return passed(
+            question,
+            f"{layers} layers x ({latent_width} latent + {rope_width} rotary key) = {right} numbers per token",
+        )
+    mistakes = [
+        (2 * layers * kv_heads * head_dim,
+         f"that is 2 x layers x num_key_value_heads x head_dim, the MHA/GQA formula. In an MLA model "
+         f"the config's num_key_value_heads ({kv_heads}) only says how many heads the rebuilt keys "
+         f"have; the cache holds the latent (d_c = {latent_width}) and the shared rotary key "
+         f"(d_rope = {rope_width}) per layer"),
+        (layers * latent_width,
+         f"you forgot the decoupled rotary key: each token also caches k^R of width d_rope = "
+         f"{rope_width}, so add it to d_c = {latent_width}"),
+        (2 * layers * (latent_width + rope_width),
+         "you counted the cache twice, as if K and V had separate latents; one latent rebuilds both "
+         "keys and values, so there is no factor 2"),
+        (2 * layers * latent_width,
+         "you counted the latent twice (K and V) and forgot the rotary key; one latent serves both, "
+         f"plus d_rope = {rope_width} for the rotary key"),
+        (layers * (latent_width + kv_heads * rope_width),
+         f"you stored the rotary key once per head; it is shared by all heads, so count d_rope = "
+         f"{rope_width} once per layer"),
+        (latent_width + rope_width,
+         f"that is one layer; every one of the {layers} layers keeps its own latent and rotary key"),
+    ]
+    for value, message in mistakes:
+        if a == value:
+            return failed(question, message)
+    return failed(question, f"expected layers x (d_c + d_rope) = {layers} x ({latent_width} + {rope_width})")
+
+
+def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any) -> Verdict:
+    """Question "absorbed query": the per-head matrices ``w_q[i] @ w_uk[i].T``, shape ``(h, D, d_c)``.
+
+    Args:
+        w_q: per-head query projections ``(h, D, d_nope)``.
+        w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
+
+    Recognises: the result summed over heads, the transposed result ``(h, d_c, D)``, and the
+    value of one head only.
+    """
+    question = "absorbed query"
+    wq = np.asarray(as_numpy(w_q), dtype=np.float64)
+    wuk = np.asarray(as_numpy(w_uk), dtype=np.float64)
+    if answer is None:
+        return failed(question, "no answer yet: replace None with the (h, D, d_c) absorbed matrices")
+    try:
+        a = np.asarray(as_numpy(answer), dtype=np.float64)
+    except (TypeError, ValueError):
+        return failed(question, f"expected an array, got {type(answer).__name__}")
+    right: NDArray[np.float64] = np.einsum("hdn,hcn->hdc", wq, wuk)
+
+    def same(x: NDArray[np.float64]) -> bool:
+        return a.shape == x.shape and bool(np.allclose(a, x, rtol=1e-5, atol=1e-8))
+
+    if same(right):
+        return passed(
+            question,
+            f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
+            f"meet the latent directly",
+        )
+    if same(right.sum(axis=0)):
+        return failed(
+            question,
+            "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
+            "because each head has its own W_uk",
+        )
+    if same(np.swapaxes(right, -1, -2)):
+        return failed(
+            question,
+            "your matrices are transposed, (h, d_c, D); the query side maps D features to d_c "
+            "latent features: w_q[i] @ w_uk[i].T has shape (D, d_c)",
+        )
+    if same(right[0]):
+        return failed(question, "that is head 0 only; stack all heads: shape (h, D, d_c)")
+    return failed(question, f"expected w_q[i] @ w_uk[i].T for each head i, shape {right.shape}; got shape {a.shape}")
+
+
+def check_equivalent_kv_heads(answer: Any, *, latent_width: int, rope_width: int, head_dim: int) -> Verdict:
+    """Question "GQA equivalent": ``(d_c + d_rope) / (2 * d_h)`` KV heads give the same cache.
+
+    Recognises: the factor 2 forgotten (K and V), and the rotary key forgotten.
+    """
+    question = "GQA equivalent"
+    a = _as_number(question, answer, "(d_c + d_rope) / (2 * d_h)")
+    if isinstance(a, Verdict):
+        return a
+    right = (latent_width + rope_width) / (2 * head_dim)
+    if np.isclose(a, right):
+        return passed(
+            question,
+            f"({latent_width} + {rope_width}) / (2 x {head_dim}) = {right:g} KV heads: a GQA layer "
+            f"caching a K and a V of width {head_dim} per KV head",
+        )
+    if np.isclose(a, (latent_width + rope_width) / head_dim):
+        return failed(question, "a GQA KV head caches a key AND a value: divide by 2 * d_h, not d_h")
+    if np.isclose(a, latent_width / (2 * head_dim)):
+        return failed(question, f"you left out the rotary key; MLA caches d_c + d_rope = {latent_width + rope_width}")
+    return failed(question, "expected (d_c + d_rope) / (2 * d_h): MLA's numbers per token and layer "
+                  "divided by what one GQA KV head stores")

@@ -1,0 +1,194 @@
+"""Online softmax and tiled attention in NumPy (lesson 07).
+
+`numpy_core.attention` materialises scores and weights of shape ``(..., T, S)``: ``B*h*T*S``
+numbers each for a multi-head layer. Tiled attention visits the keys in blocks of ``block_size``
+and keeps, per query row, only a running maximum ``m``, a running sum ``l`` of ``exp(score - m)``
+and a running weighted sum of values. When a block raises the maximum from ``m`` to ``m_new``,
+everything accumulated so far was computed with the old maximum and is rescaled by
+``exp(m - m_new)``. The result equals ordinary attention (Milakov & Gimelshein 2018, "Online
+normalizer calculation for softmax", arXiv:1805.02867; Dao et al. 2022, "FlashAttention",
+arXiv:2205.14135).
+
+Queries may also be processed in blocks (``query_block_size``), which bounds the temporary
+``(..., query_block, block)`` tiles regardless of ``T``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.validation import check_bool_mask, check_float, check_rank, empty_rows_message, mask_shape
+
+__all__ = ["OnlineStep", "online_softmax", "online_softmax_trace", "tiled_attention"]
+
+Array = NDArray[np.floating]
+Mask = NDArray[np.bool_]
+
+
+def _check_block(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ValueError(
+            f"{name} must be a positive number of positions per block, got {name}={value}; "
+            f"use 1 for one position at a time, or a value >= S for a single block"
+        )
+
+
+@dataclass(frozen=True)
+class OnlineStep:
+    """State after one block of an online softmax over one row of scores."""
+
+    block: int
+    block_max: float
+    running_max: float
+    rescale: float  # exp(old running max - new running max) applied to the old sum
+    running_sum: float
+
+
+def _update(
+    running_max: Array, running_sum: Array, block_scores: Array
+) -> tuple[Array, Array, Array, Array]:
+    """One online-softmax step. Returns ``(new_max, new_sum, rescale, exp_scores)``.
+
+    ``block_scores (..., n)`` may hold ``-inf`` (masked). A row whose maximum is still ``-inf`` has
+    seen nothing yet; we shift it by 0 instead of ``-inf`` so no ``inf - inf = NaN`` appears.
+    """
+    new_max = np.maximum(running_max, block_scores.max(axis=-1))  # (...,)
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)  # (...,)
+    rescale = np.exp(running_max - shift)  # exp(-inf) = 0 for the first block
+    exp_scores = np.exp(block_scores - shift[..., None])  # (..., n); masked entries -> 0
+    new_sum = rescale * running_sum + exp_scores.sum(axis=-1)
+    return new_max, new_sum, rescale, exp_scores
+
+
+def online_softmax(scores: Array, block_size: int) -> Array:
+    """Softmax over the last axis of ``scores (..., S)``, reading it ``block_size`` entries at a time.
+
+    The first pass streams over blocks keeping the running max and running sum; the second pass
+    normalises. Equal to `numpy_core.softmax`. ``-inf`` entries get weight 0; a row of only ``-inf``
+    raises ``ValueError`` (its softmax would be 0/0).
+    """
+    check_float("scores", scores)
+    check_rank("scores", scores.shape, 1, "(..., S)")
+    _check_block("block_size", block_size)
+    S = scores.shape[-1]
+    running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)
+    running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for start in range(0, S, block_size):
+        running_max, running_sum, _, _ = _update(running_max, running_sum, scores[..., start : start + block_size])
+    if np.any(running_sum == 0):
+        raise ValueError("a row of scores is all -inf, so its softmax would be 0/0 = NaN")
+    return np.exp(scores - running_max[..., None]) / running_sum[..., None]
+
+
+def online_softmax_trace(row: Array, block_size: int) -> list[OnlineStep]:
+    """The running max and running sum after each block, for one row ``(S,)`` of scores."""
+    check_float("row", row)
+    check_rank("row", row.shape, 1, "(S,)", exact=True)
+    _check_block("block_size", block_size)
+    running_max, running_sum = np.array(-np.inf), np.array(0.0)
+    steps = []
+    for index, start in enumerate(range(0, row.shape[0], block_size)):
+        block = row[start : start + block_size]
+        running_max, running_sum, rescale, _ = _update(running_max, running_sum, block)
+        steps.append(OnlineStep(index, float(block.max()), float(running_max), float(rescale), float(running_sum)))
+    return steps
+
+
+def _tile(
+    q: Array, k: Array, v: Array, allowed: Mask | None, block_size: int, scale: float
+) -> Array:
+    """Attention of the query rows in ``q (..., t, d)`` streaming over key blocks; ``(..., t, d_v)``."""
+    batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    t, S = q.shape[-2], k.shape[-2]
+    running_max = np.full(batch_shape + (t,), -np.inf, dtype=q.dtype)
+    running_sum = np.zeros(batch_shape + (t,), dtype=q.dtype)
+    acc = np.zeros(batch_shape + (t, v.shape[-1]), dtype=q.dtype)  # un-normalised output
+    for start in range(0, S, block_size):
+        stop = min(start + block_size, S)
+        scores = q @ np.swapaxes(k[..., start:stop, :], -1, -2)  # (..., t, d) @ (..., d, n) -> (..., t, n)
+        scores *= scale
+        if allowed is not None:
+            block_mask = allowed if allowed.shape[-1] == 1 else allowed[..., start:stop]
+            if not block_mask.all():
+                scores = np.where(block_mask, scores, -np.inf)
+        running_max, running_sum, rescale, p = _update(running_max, running_sum, scores)
+        del scores
+        acc *= rescale[..., None]  # earlier blocks were weighted with the old maximum
+        acc += p @ v[..., start:stop, :]  # (..., t, n) @ (..., n, d_v) -> (..., t, d_v)
+        del p
+    acc /= running_sum[..., None]
+    return acc
+
+
+def tiled_attention(
+    q: Array,
+    k: Array,
+    v: Array,
+    allowed: Mask | None = None,
+    block_size: int = 64,
+    query_block_size: int | None = None,
+) -> Array:
+    """Scaled dot-product attention without materialising the ``(..., T, S)`` weights.
+
+    Args:
+        q: queries ``(..., T, d)``; k: keys ``(..., S, d)``; v: values ``(..., S, d_v)``.
+        allowed: optional boolean mask broadcastable to ``(..., T, S)``; ``True`` = may attend.
+        block_size: keys visited per step (any positive int; the last block may be shorter).
+        query_block_size: queries processed together (``None``: all ``T`` at once).
+
+    Returns:
+        ``output (..., T, d_v)``, equal to ``numpy_core.attention(q, k, v, allowed)[0]``.
+        There are no weights to return: they never exist as one array.
+
+    Raises:
+        ValueError: bad shapes, a block size <= 0, or a query row with no allowed position.
+    """
+    check_float("q", q)
+    check_float("k", k)
+    check_float("v", v)
+    check_rank("q", q.shape, 2, "(..., T, d)")
+    check_rank("k", k.shape, 2, "(..., S, d)")
+    check_rank("v", v.shape, 2, "(..., S, d_v)")
+    _check_block("block_size", block_size)
+    if query_block_size is not None:
+        _check_block("query_block_size", query_block_size)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    try:
+        batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch/head) axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+            f"{tuple(v.shape)} do not broadcast together"
+        ) from None
+    T, S = q.shape[-2], k.shape[-2]
+    if allowed is not None:
+        check_bool_mask(allowed, "numpy")
+        mask_shape(allowed.shape, batch_shape + (T, S))
+        if not np.all(np.any(allowed, axis=-1)):  # checked on the mask as given: no (..., T, S) copy
+            raise ValueError(empty_rows_message())
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    q_step = T if query_block_size is None else query_block_size
+    if q_step >= T:
+        return _tile(q, k, v, allowed, block_size, scale)
+    out = np.empty(batch_shape + (T, v.shape[-1]), dtype=np.result_type(q, k, v))
+    for start in range(0, T, q_step):
+        stop = min(start + q_step, T)
+        rows_mask = None
+        if allowed is not None:
+            shared_rows = allowed.ndim < 2 or allowed.shape[-2] == 1  # one mask row for every query
+            rows_mask = allowed if shared_rows else allowed[..., start:stop, :]
+        out[..., start:stop, :] = _tile(q[..., start:stop, :], k, v, rows_mask, block_size, scale)
+    return out

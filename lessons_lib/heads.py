@@ -1,0 +1,273 @@
+"""Lesson 04: looking inside the heads of a multi-head layer (NumPy only).
+
+Everything here is a plain function on arrays; `lessons_lib.plotting.heads` draws the results and
+`lessons_lib.widgets.heads` wires them to controls.
+
+Notation: ``B`` batch, ``T`` query length, ``S`` source length, ``D`` model width, ``h`` heads,
+``d_h = D / h`` head width. Weights are ``(in, out) = (D, D)`` arrays as in `numpy_core.MultiHead`:
+head ``i`` owns *columns* ``i*d_h : (i+1)*d_h`` of ``wq``, ``wk`` and ``wv``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.numpy_core import MultiHead, attention, split_heads
+from lessons_lib.toy_task import DATA_PATH, ToyConfig, config_from_sizes, token_labels
+from lessons_lib.validation import check_float, check_layer_sizes, check_rank
+
+Array = NDArray[np.floating]
+
+__all__ = [
+    "EVAL_SEED",
+    "ToyHeads",
+    "load_toy_heads",
+    "embed",
+    "run_layer",
+    "predict",
+    "head_behaviour",
+    "head_roles",
+    "average_over_heads",
+    "divisors",
+    "head_columns",
+    "column_blocks",
+    "head_maps",
+    "split_layout",
+    "features_per_head",
+    "tokens_per_head",
+    "weight_entries",
+    "attention_cost",
+]
+
+EVAL_SEED = 4  # the fixed evaluation batch lesson 04 measures and shows
+
+
+@dataclass(frozen=True)
+class ToyHeads:
+    """The trained toy model of lesson 04 (see `lessons_lib.toy_task`), as NumPy float64 arrays.
+
+    ``token_embedding (2V, D)``, ``position_embedding (T, D)``, ``layer`` a `MultiHead` holding the
+    trained ``wq, wk, wv, wo (D, D)``, ``readout (D, 3V)``, ``accuracy (3,)`` measured after training.
+    """
+
+    config: ToyConfig
+    token_embedding: Array
+    position_embedding: Array
+    layer: MultiHead
+    readout: Array
+    accuracy: Array
+
+    def labels(self, tokens: NDArray[np.integer]) -> list[str]:
+        """Labels ``a b c`` (plain) / ``A B C`` (marked) for one sequence ``tokens (T,)``."""
+        return token_labels(tokens, self.config.symbols)
+
+
+def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
+    """Load the shipped weights (written by ``scripts/train_toy_heads.py``) into NumPy arrays."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no toy-heads weights at {path}; run `python scripts/train_toy_heads.py` to create them"
+        )
+    with np.load(path) as data:
+        arrays = {name: data[name] for name in data.files}
+    config = config_from_sizes(arrays["sizes"], float(arrays["learning_rate"]))
+    layer = MultiHead(config.width, config.heads)
+    for name in ("wq", "wk", "wv", "wo"):
+        setattr(layer, name, arrays[name].astype(np.float64))  # replace the random init
+    return ToyHeads(
+        config=config,
+        token_embedding=arrays["token_embedding"].astype(np.float64),
+        position_embedding=arrays["position_embedding"].astype(np.float64),
+        layer=layer,
+        readout=arrays["readout"].astype(np.float64),
+        accuracy=arrays["accuracy"].astype(np.float64),
+    )
+
+
+def embed(model: ToyHeads, tokens: NDArray[np.integer]) -> Array:
+    """``tokens (B, T)`` -> layer input ``x (B, T, D)`` = token embedding + position embedding."""
+    check_rank("tokens", tokens.shape, 2, "(B, T)", exact=True)
+    if tokens.shape[1] != model.config.length:
+        raise ValueError(
+            f"tokens must have T={model.config.length} positions (the trained length), "
+            f"got shape {tuple(tokens.shape)}"
+        )
+    x: Array = model.token_embedding[tokens] + model.position_embedding  # (B, T, D)
+    return x
+
+
+def run_layer(model: ToyHeads, tokens: NDArray[np.integer]) -> tuple[Array, Array]:
+    """The trained layer on ``tokens (B, T)``: ``(output (B, T, D), weights (B, h, T, S))``."""
+    return model.layer(embed(model, tokens))
+
+
+def predict(model: ToyHeads, tokens: NDArray[np.integer]) -> NDArray[np.int64]:
+    """The symbols the model names at each position: ``(B, T, 3)`` = (previous, next, marker)."""
+    output, _ = run_layer(model, tokens)
+    logits = (output @ model.readout).reshape(*tokens.shape, 3, model.config.symbols)
+    guess: NDArray[np.int64] = logits.argmax(axis=-1)
+    return guess
+
+
+def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Array]:
+    """Mean attention weight each head puts on each relationship, over a batch.
+
+    Args:
+        weights: ``(B, h, T, S)`` self-attention weights (``S == T``).
+        marker: ``(B,)`` the marked position of each sequence.
+
+    Returns:
+        ``{"previous": (h,), "next": (h,), "marker": (h,)}``: the weight on position ``t - 1``
+        (averaged over ``t >= 1``), on ``t + 1`` (over ``t <= T - 2``) and on the marked position
+        (over all ``t``). Spreading evenly would give ``1 / S`` everywhere.
+    """
+    check_rank("weights", weights.shape, 4, "(B, h, T, S)", exact=True)
+    B, h, T, S = weights.shape
+    if T != S:
+        raise ValueError(f"head_behaviour needs self-attention weights with T == S, got {weights.shape}")
+    if marker.shape != (B,):
+        raise ValueError(f"marker must have shape (B,) = ({B},), got {tuple(marker.shape)}")
+    t = np.arange(T - 1)
+    previous = weights[:, :, t + 1, t]  # (B, h, T-1): row t+1, column t
+    following = weights[:, :, t, t + 1]  # (B, h, T-1): row t, column t+1
+    on_marker = weights[np.arange(B), :, :, marker]  # (B, h, T)
+    return {
+        "previous": previous.mean(axis=(0, 2)),
+        "next": following.mean(axis=(0, 2)),
+        "marker": on_marker.mean(axis=(0, 2)),
+    }
+
+
+def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]:
+    """Name each head by the relationship holding at least ``threshold`` of its weight, else "mixed"."""
+    names = list(behaviour)
+    table = np.stack([behaviour[name] for name in names])  # (relationships, h)
+    best = table.argmax(axis=0)
+    return [names[r] if table[r, i] >= threshold else "mixed" for i, r in enumerate(best)]
+
+
+def average_over_heads(weights: Array) -> Array:
+    """``(B, h, T, S) -> (B, T, S)``: a display shortcut only; no head computes this map."""
+    check_rank("weights", weights.shape, 4, "(B, h, T, S)", exact=True)
+    mean: Array = weights.mean(axis=1)
+    return mean
+
+
+def divisors(width: int) -> list[int]:
+    """Every head count ``h`` that splits ``D = width`` into equal heads."""
+    check_layer_sizes(width, 1)
+    return [n for n in range(1, width + 1) if width % n == 0]
+
+
+def _check_projection(w: Array, heads: int) -> tuple[int, int]:
+    check_float("w", w)
+    check_rank("w", w.shape, 2, "(D_in, D) with heads side by side on the columns", exact=True)
+    D = w.shape[1]
+    check_layer_sizes(D, heads)
+    return D, D // heads
+
+
+def head_columns(w: Array, head: int, heads: int) -> Array:
+    """The columns of ``w (D_in, D)`` that belong to ``head`` when ``D`` is split into ``heads``.
+
+    Returns ``(D_in, d_h)``: head ``i`` reads every input feature (all rows) but only produces its
+    own ``d_h`` outputs (its columns ``i*d_h : (i+1)*d_h``).
+    """
+    D, d_h = _check_projection(w, heads)
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < heads:
+        raise ValueError(f"head must be an int in 0 .. {heads - 1} (h={heads}), got {head!r}")
+    return w[:, head * d_h : (head + 1) * d_h]
+
+
+def column_blocks(w: Array, heads: int) -> Array:
+    """Re-slice one projection ``w (D_in, D)`` into ``(h, D_in, d_h)`` column blocks, one per head.
+
+    The numbers do not change; only where the head boundaries fall does. ``column_blocks(w, h)[i]``
+    equals ``head_columns(w, i, h)``.
+    """
+    D, d_h = _check_projection(w, heads)
+    return w.reshape(w.shape[0], heads, d_h).transpose(1, 0, 2)  # (D_in, D) -> (D_in, h, d_h) -> (h, D_in, d_h)
+
+
+def head_maps(x: Array, wq: Array, wk: Array, heads: int) -> Array:
+    """Attention maps of the same ``wq, wk (D, D)`` read as ``heads`` heads: ``(B, h, T, T)``.
+
+    ``x (B, T, D)`` attends to itself; each head uses ``d_h = D / h`` columns and scales by
+    ``1/sqrt(d_h)``, exactly as `numpy_core.MultiHead` would with ``heads`` heads.
+    """
+    check_rank("x", x.shape, 3, "(B, T, D)", exact=True)
+    _check_projection(wq, heads)
+    _check_projection(wk, heads)
+    q = split_heads(x @ wq, heads)  # (B, T, D) -> (B, h, T, d_h)
+    k = split_heads(x @ wk, heads)  # (B, T, D) -> (B, h, T, d_h)
+    _, weights = attention(q, k, k)  # values do not matter for the maps
+    return weights
+
+
+def split_layout(length: int, width: int, heads: int, mode: str) -> NDArray[np.int64]:
+    """Which head each entry ``(t, feature)`` of a ``(T, D)`` input lands in: ``(T, D)`` head ids.
+
+    ``mode="correct"``: reshape to ``(T, h, d_h)`` then transpose to ``(h, T, d_h)`` (what
+    `numpy_core.split_heads` does). ``mode="wrong"``: reshape straight to ``(h, T, d_h)``; the shape
+    is right but head ``i`` then receives whole tokens (a block of rows), not its ``d_h`` features.
+    """
+    check_layer_sizes(width, heads)
+    if length <= 0:
+        raise ValueError(f"length (T) must be positive, got {length}")
+    if mode not in ("correct", "wrong"):
+        raise ValueError(f"mode must be 'correct' or 'wrong', got {mode!r}")
+    d_h = width // heads
+    entry = np.arange(length * width).reshape(1, length, width)  # (1, T, D): entry id = t*D + feature
+    if mode == "correct":
+        split = split_heads(entry.astype(np.float64), heads).astype(np.int64)  # (1, h, T, d_h)
+    else:
+        split = entry.reshape(1, heads, length, d_h)  # the pitfall: same shape, wrong numbers
+    owner = np.empty(length * width, dtype=np.int64)
+    for head in range(heads):
+        owner[split[0, head].ravel()] = head
+    return owner.reshape(length, width)
+
+
+def features_per_head(layout: NDArray[np.integer], heads: int) -> list[list[int]]:
+    """For a `split_layout` ``(T, D)``: the sorted input features each head receives."""
+    return [sorted({int(f) for f in np.nonzero(layout == i)[1]}) for i in range(heads)]
+
+
+def tokens_per_head(layout: NDArray[np.integer], heads: int) -> list[list[int]]:
+    """For a `split_layout` ``(T, D)``: the sorted token positions each head receives."""
+    return [sorted({int(t) for t in np.nonzero(layout == i)[0]}) for i in range(heads)]
+
+
+def _positive_ints(**sizes: int) -> None:
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def weight_entries(B: int, h: int, T: int, S: int) -> int:
+    """Entries in a materialised attention-weight tensor ``(B, h, T, S)``: one map per head."""
+    _positive_ints(B=B, h=h, T=T, S=S)
+    return int(B) * int(h) * int(T) * int(S)
+
+
+def attention_cost(B: int, T: int, S: int, D: int, h: int) -> dict[str, int]:
+    """Sizes and work of one attention call with ``h`` heads of width ``d_h = D / h``.
+
+    ``weight_entries = B*h*T*S`` (grows with h); ``score_multiplies = B*h*T*S*d_h = B*T*S*D`` and
+    ``mix_multiplies`` (weights @ values) the same: both depend on the total head width ``h*d_h``,
+    not on how it is cut into heads.
+    """
+    _positive_ints(B=B, T=T, S=S, D=D, h=h)
+    check_layer_sizes(int(D), int(h))
+    d_h = D // h
+    return {
+        "d_h": int(d_h),
+        "weight_entries": weight_entries(B, h, T, S),
+        "score_multiplies": int(B * h * T * S * d_h),
+        "mix_multiplies": int(B * h * T * S * d_h),
+    }

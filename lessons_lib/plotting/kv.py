@@ -1,0 +1,103 @@
+"""Drawings for lesson 05: KV-cache sizes, which query heads share which K/V head, conversion error.
+
+Each function draws data it is given (computed by `lessons_lib.kv_cache` or `lessons_lib.gqa`)
+onto ``ax`` (a new pyplot figure when ``ax`` is ``None``) and returns the figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure, SubFigure
+
+from lessons_lib.kv_cache import format_bytes
+
+__all__ = ["plot_cache_ladder", "plot_conversion_error", "plot_head_sharing", "plot_models_cache"]
+
+GIB = 1024**3
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure | SubFigure, Axes]:
+    if ax is None:
+        fig, ax = plt.subplots(figsize=size)
+        return fig, ax
+    return ax.figure, ax
+
+
+def plot_cache_ladder(rows: Sequence[tuple[str, int, int]], title: str, ax: Axes | None = None) -> Figure | SubFigure:
+    """Bars of cache bytes for rows ``(label, h_kv, bytes)``, e.g. from `kv_cache.ladder`."""
+    fig, ax = _axes(ax, (5.5, 3.2))
+    labels = [f"{label}\nh_kv={kv}" for label, kv, _ in rows]
+    sizes = [n / GIB for _, _, n in rows]
+    bars = ax.bar(labels, sizes, color=["#9e9e9e", "#1f77b4", "#ff7f0e"][: len(rows)])
+    for bar, (_, _, n) in zip(bars, rows):
+        ax.annotate(format_bytes(n), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=9)
+    ax.set_ylabel("KV cache (GiB)")
+    ax.set_title(title, fontsize=10)
+    ax.margins(y=0.2)
+    return fig
+
+
+def plot_models_cache(
+    names: Sequence[str], actual: Sequence[int], mha: Sequence[int], tokens: int, ax: Axes | None = None
+) -> Figure | SubFigure:
+    """Horizontal bars per model: the cache it really keeps vs its MHA-equivalent (bytes)."""
+    fig, ax = _axes(ax, (6.5, 3.2))
+    rows = range(len(names))
+    ax.barh([r + 0.2 for r in rows], [n / GIB for n in mha], height=0.4, color="#9e9e9e",
+            label="MHA-equivalent (h_kv = h)")
+    ax.barh([r - 0.2 for r in rows], [n / GIB for n in actual], height=0.4, color="#1f77b4",
+            label="as configured")
+    ax.set_yticks(list(rows), list(names))
+    ax.invert_yaxis()
+    ax.set_xlabel(f"KV cache for one sequence of {tokens} tokens, 2-byte elements (GiB)")
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def plot_head_sharing(mapping: Sequence[int], kv_heads: int, title: str, ax: Axes | None = None) -> Figure | SubFigure:
+    """Query heads (top row) joined to the key/value head each reads (bottom row).
+
+    ``mapping[i]`` is the K/V head of query head ``i``; colours follow the K/V head.
+    """
+    fig, ax = _axes(ax, (6.0, 2.6))
+    heads = len(mapping)
+    colours = matplotlib.colormaps["tab10"]
+    span = max(heads - 1, 1)
+    kv_x = [span * (j + 0.5) / kv_heads - 0.5 for j in range(kv_heads)]
+    for i, j in enumerate(mapping):
+        ax.plot([i, kv_x[j]], [1, 0], color=colours(j % 10), lw=1.5, zorder=1)
+    ax.scatter(range(heads), [1] * heads, s=260, marker="s", c=[colours(j % 10) for j in mapping], zorder=2)
+    ax.scatter(kv_x, [0] * kv_heads, s=420, marker="o", c=[colours(j % 10) for j in range(kv_heads)], zorder=2)
+    for i in range(heads):
+        ax.annotate(f"q{i}", (i, 1), ha="center", va="center", fontsize=7, color="white", zorder=3)
+    for j, x in enumerate(kv_x):
+        ax.annotate(f"kv{j}", (x, 0), ha="center", va="center", fontsize=7, color="white", zorder=3)
+    ax.set_yticks([0, 1], ["K/V heads", "query heads"])
+    ax.set_xticks([])
+    ax.set_ylim(-0.4, 1.4)
+    ax.set_xlim(-1, heads)
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_conversion_error(
+    kv_heads: Sequence[int], errors: dict[str, Sequence[float]], heads: int, ax: Axes | None = None
+) -> Figure | SubFigure:
+    """Relative output error of mean-pooled GQA vs the original MHA layer, one line per case."""
+    fig, ax = _axes(ax, (5.5, 3.2))
+    for label, values in errors.items():
+        ax.plot(kv_heads, values, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(kv_heads), [str(k) for k in kv_heads])
+    ax.invert_xaxis()
+    ax.set_xlabel(f"h_kv (h = {heads}); MHA on the left, MQA on the right")
+    ax.set_ylabel("relative error of outputs")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,98 @@
+"""Rotary position embedding (RoPE), small and in NumPy (lesson 06).
+
+RoPE (Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding",
+arXiv:2104.09864) splits a feature vector of even width ``d`` into ``d / 2`` pairs
+``(x[2i], x[2i+1])`` and rotates pair ``i`` by the angle ``position * base ** (-2i / d)``.
+Rotations keep lengths, and the dot product of a query rotated at position ``m`` with a key
+rotated at position ``n`` depends only on ``m - n``: attention sees relative positions.
+
+Lesson 06 uses it to show why latent attention (MLA) keeps the rotary part of the keys apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.validation import check_float, check_rank
+
+__all__ = ["rope_angles", "apply_rope", "rotation_matrix"]
+
+Array = NDArray[np.floating]
+
+
+def _check_width(width: int) -> None:
+    if isinstance(width, bool) or not isinstance(width, int):
+        raise TypeError(f"width must be an int, got {type(width).__name__} {width!r}")
+    if width <= 0 or width % 2 != 0:
+        raise ValueError(
+            f"RoPE rotates pairs of features, so the width must be a positive even number; "
+            f"got width={width}"
+        )
+
+
+def _check_base(base: float) -> None:
+    if not base > 1.0:
+        raise ValueError(f"base must be greater than 1 (RoPE uses 10000), got base={base}")
+
+
+Positions = NDArray[np.integer] | NDArray[np.floating] | Sequence[float]
+
+
+def _positions_array(positions: Positions) -> Array:
+    pos = np.asarray(positions)
+    if pos.ndim != 1:
+        raise ValueError(f"positions must be a 1-D array (one position per row), got shape {pos.shape}")
+    if pos.dtype.kind not in "iuf":
+        raise TypeError(f"positions must be integers or floats, got dtype {pos.dtype}")
+    return pos.astype(np.float64)
+
+
+def rope_angles(positions: Positions, width: int, base: float = 10000.0) -> Array:
+    """Rotation angles ``(P, width / 2)``: ``angle[p, i] = positions[p] * base ** (-2i / width)``."""
+    _check_width(width)
+    _check_base(base)
+    pos = _positions_array(positions)
+    frequencies = base ** (-np.arange(0, width, 2, dtype=np.float64) / width)  # (width/2,)
+    return pos[:, None] * frequencies[None, :]  # (P, 1) * (1, width/2) -> (P, width/2)
+
+
+def apply_rope(x: Array, positions: Positions, base: float = 10000.0) -> Array:
+    """Rotate each feature pair of ``x (..., P, width)``; row ``p`` is at position ``positions[p]``.
+
+    Returns an array of the same shape and dtype. Pair ``i`` is features ``(2i, 2i + 1)``.
+    """
+    check_float("x", x)
+    check_rank("x", x.shape, 2, "(..., P, width)")
+    P, width = x.shape[-2], x.shape[-1]
+    _check_width(width)
+    pos = _positions_array(positions)
+    if pos.shape[0] != P:
+        raise ValueError(
+            f"positions has {pos.shape[0]} entries but x has {P} rows on axis -2 (shape {tuple(x.shape)}); "
+            f"give one position per row"
+        )
+    angles = rope_angles(pos, width, base)  # (P, width/2)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., P, width/2) each
+    out = np.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+def rotation_matrix(position: float, width: int, base: float = 10000.0) -> NDArray[np.float64]:
+    """The ``(width, width)`` matrix ``R`` with ``apply_rope(x, [position]) == x @ R`` for a row ``x``.
+
+    Block-diagonal with one 2x2 rotation per feature pair; used to show that the matrix between a
+    query and a key depends on both positions.
+    """
+    angles = rope_angles([position], width, base)[0]  # (width/2,)
+    R = np.zeros((width, width))
+    for i, a in enumerate(angles):
+        c, s = np.cos(a), np.sin(a)
+        # row vector convention: (x0, x1) @ [[c, s], [-s, c]] = (x0 c - x1 s, x0 s + x1 c)
+        R[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
+    return R

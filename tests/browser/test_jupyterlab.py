@@ -1,0 +1,216 @@
+"""Every lesson, opened and run in real JupyterLab in headless Chromium, as a learner would.
+
+For each `notebooks/*.ipynb` the test opens the notebook in JupyterLab, runs Run > Run All Cells
+from the menu bar, waits until every code cell has an execution count, and then checks:
+
+* no cell shows output on stderr (tracebacks and warnings render there in JupyterLab),
+* no widget failed to render ("Error displaying widget"),
+* in the widget lessons (the source mentions ipywidgets), every slider moved with the keyboard and
+  every dropdown changed with the mouse makes the displayed figure or text change.
+
+nbval (the strict notebook check) already proves the Python side; this proves the page side:
+the widget manager, the front-end packages and the renderers that only a browser exercises.
+Screenshots land in pytest's tmp_path for each notebook (`pytest --basetemp=DIR` keeps them in DIR).
+
+Fixtures (server, browser, skip rules) and the one-test-per-notebook parametrisation live in
+conftest.py beside this file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+RUN_ALL_SECONDS = 180.0
+KERNEL_READY_SECONDS = 90.0
+WIDGET_UPDATE_SECONDS = 20.0
+VIEWPORT = {"width": 1280, "height": 1000}
+WIDGET_MARKERS = ("ipywidgets", "lessons_lib.widgets")
+EXECUTED_PROMPT = re.compile(r"^\[\d+\]:$")
+
+# Everything the learner sees in the output areas, minus the controls themselves (their own readout
+# changes whenever they move, which proves nothing about the figure they drive).
+SNAPSHOT_JS = """
+() => Array.from(document.querySelectorAll('.jp-Notebook .jp-OutputArea')).map(area => {
+  const clone = area.cloneNode(true);
+  clone.querySelectorAll('.widget-readout, select, input, textarea, .noUi-base').forEach(e => e.remove());
+  const images = Array.from(area.querySelectorAll('img')).map(img => img.getAttribute('src') || '');
+  return clone.textContent + '\\n' + images.join('\\n');
+}).join('\\n----\\n')
+"""
+
+# For every non-empty code cell: its prompt text ("[3]:", "[*]:", "[ ]:").
+PROMPTS_JS = """
+() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell')).map(cell => {
+  const source = cell.querySelector('.jp-InputArea-editor');
+  const prompt = cell.querySelector('.jp-InputArea-prompt');
+  return {source: source ? source.textContent.trim() : '', prompt: prompt ? prompt.textContent.trim() : ''};
+})
+"""
+
+STDERR_JS = """
+() => Array.from(document.querySelectorAll(
+  '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+)).map(e => e.innerText)
+"""
+
+
+def uses_widgets(path: Path) -> bool:
+    """True when any code cell of the notebook mentions ipywidgets or our widget package."""
+    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    return any(
+        cell.cell_type == "code" and any(marker in cell.source for marker in WIDGET_MARKERS)
+        for cell in notebook.cells
+    )
+
+
+def code_cell_count(path: Path) -> int:
+    """Number of code cells stored in the notebook file."""
+    return sum(cell.cell_type == "code" for cell in nbformat.read(path, as_version=4).cells)  # type: ignore[no-untyped-call]
+
+
+def wait_for_kernel(page: Any) -> None:
+    """Wait until the status bar reports the kernel as idle (kernel started and connected)."""
+    page.wait_for_function(
+        "() => /\\|\\s*Idle\\b/.test(document.querySelector('.jp-StatusBar-Widget')?.innerText ?? '')",
+        timeout=KERNEL_READY_SECONDS * 1000,
+    )
+
+
+def run_all_cells(page: Any) -> None:
+    """Run > Run All Cells, through the menu bar like a person."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+
+
+def stderr_texts(page: Any) -> list[str]:
+    """Text of every output the page renders as stderr (warnings, tracebacks), non-empty only."""
+    return [text for text in page.evaluate(STDERR_JS) if text.strip()]
+
+
+def wait_until_executed(page: Any, name: str) -> list[dict[str, str]]:
+    """Wait until every non-empty code cell shows an execution count and the kernel is idle.
+
+    Run All stops at the first cell that raises; the later cells then never get a count, so a
+    traceback on the page ends the wait at once instead of after RUN_ALL_SECONDS.
+    """
+    deadline = time.monotonic() + RUN_ALL_SECONDS
+    pending: list[str] = []
+    while time.monotonic() < deadline:
+        prompts = page.evaluate(PROMPTS_JS)
+        pending = [p["prompt"] for p in prompts if p["source"] and not EXECUTED_PROMPT.match(p["prompt"])]
+        if not pending:
+            wait_for_kernel(page)
+            return list(prompts)
+        if "[*]:" not in pending and any("Traceback" in text or "Error" in text for text in stderr_texts(page)):
+            pytest.fail(f"{name}: Run All stopped at an error:\n" + "\n---\n".join(stderr_texts(page)))
+        time.sleep(0.25)
+    pytest.fail(f"{name}: cells still not executed after {RUN_ALL_SECONDS:.0f} s (prompts {pending})")
+
+
+def assert_clean_page(page: Any, name: str, when: str) -> None:
+    """Fail when any cell shows stderr output or a widget failed to render."""
+    stderr = stderr_texts(page)
+    assert not stderr, f"{name} ({when}): a cell wrote to stderr:\n" + "\n---\n".join(stderr)
+    notebook_text = page.locator(".jp-NotebookPanel .jp-Notebook").inner_text()
+    assert "Error displaying widget" not in notebook_text, f"{name} ({when}): a widget failed to render"
+
+
+def snapshot(page: Any) -> str:
+    """What the output areas show right now, without the controls' own readouts."""
+    return str(page.evaluate(SNAPSHOT_JS))
+
+
+def wait_for_change(page: Any, before: str) -> bool:
+    """True as soon as the outputs differ from ``before``; False after WIDGET_UPDATE_SECONDS."""
+    deadline = time.monotonic() + WIDGET_UPDATE_SECONDS
+    while time.monotonic() < deadline:
+        if snapshot(page) != before:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def control_label(control: Any) -> str:
+    """The description text shown beside a widget control, for failure messages."""
+    label = control.locator(".widget-label")
+    text = label.first.inner_text().strip() if label.count() else ""
+    return text or "(no description)"
+
+
+def move_slider(page: Any, slider: Any) -> None:
+    """Focus the slider handle and press an arrow key, like a keyboard user; back off at the end."""
+    handle = slider.locator(".noUi-handle").first
+    readout = slider.locator(".widget-readout").first
+    start = readout.inner_text() if readout.count() else None
+    handle.focus()
+    handle.press("ArrowRight")
+    if readout.count():
+        page.wait_for_timeout(300)
+        if readout.inner_text() == start:  # already at the maximum: go the other way
+            handle.press("ArrowLeft")
+            handle.press("ArrowLeft")
+
+
+def change_dropdown(dropdown: Any) -> None:
+    """Pick the next option of a dropdown (wrapping round), as a person would with the mouse."""
+    select = dropdown.locator("select").first
+    options = select.locator("option").count()
+    current = int(select.evaluate("s => s.selectedIndex"))
+    select.select_option(index=(current + 1) % options)
+
+
+def exercise_widgets(page: Any, name: str, shots: Path) -> int:
+    """Drive every enabled slider and dropdown once; assert each changes what is displayed."""
+    page.wait_for_selector(".jp-Notebook .jupyter-widgets", timeout=30_000)
+    sliders = page.locator(".jp-Notebook .widget-slider:not(.mod-disabled)")
+    dropdowns = page.locator(".jp-Notebook .widget-dropdown:not(.mod-disabled)")
+    controls = [("slider", sliders.nth(i)) for i in range(sliders.count())]
+    controls += [("dropdown", dropdowns.nth(i)) for i in range(dropdowns.count())]
+    assert controls, f"{name}: the notebook uses widgets but no slider or dropdown rendered"
+    for index, (kind, control) in enumerate(controls):
+        control.scroll_into_view_if_needed()
+        before = snapshot(page)
+        if kind == "slider":
+            move_slider(page, control)
+        else:
+            change_dropdown(control)
+        changed = wait_for_change(page, before)
+        page.screenshot(path=str(shots / f"{index:02d}_{kind}.png"))
+        assert changed, (
+            f"{name}: changing the {kind} '{control_label(control)}' did not change any figure or text "
+            f"within {WIDGET_UPDATE_SECONDS:.0f} s (screenshot {shots / f'{index:02d}_{kind}.png'})"
+        )
+    return len(controls)
+
+
+def test_notebook_runs_in_jupyterlab(
+    notebook: Path, lab_server: Any, browser: Any, tmp_path: Path
+) -> None:
+    """Open the notebook, Run All Cells, and check outputs (and widgets) as a learner sees them."""
+    name = notebook.name
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        # ?reset: a clean workspace, so no tab from the previous notebook is restored beside this one
+        page.goto(lab_server.url(f"lab/tree/notebooks/{name}?reset"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=KERNEL_READY_SECONDS * 1000)
+        wait_for_kernel(page)
+        run_all_cells(page)
+        prompts = wait_until_executed(page, name)
+        page.screenshot(path=str(tmp_path / "after_run_all.png"))
+        assert len(prompts) == code_cell_count(notebook), f"{name}: the page shows a different number of code cells"
+        assert_clean_page(page, name, "after Run All Cells")
+        if uses_widgets(notebook):
+            exercise_widgets(page, name, tmp_path)
+            assert_clean_page(page, name, "after using the widgets")
+    finally:
+        with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
+            page.screenshot(path=str(tmp_path / "last_state.png"))
+        page.close()
+        lab_server.shut_down_kernels()

@@ -1,0 +1,130 @@
+"""Online softmax and tiled attention equal the naive versions; bad input is rejected."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention
+from lessons_lib.numpy_core import attention, causal_mask, softmax
+
+
+def test_online_softmax_equals_softmax() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3)))) + (int(rng.integers(1, 20)),)
+        scores = rng.standard_normal(shape) * 10
+        for block in (1, 2, 3, shape[-1], shape[-1] + 5):
+            assert np.abs(online_softmax(scores, block) - softmax(scores)).max() <= 1e-12
+
+
+def test_online_softmax_handles_masked_entries_and_large_scores() -> None:
+    scores = np.array([[-np.inf, -np.inf, 1.0, 800.0, -np.inf], [1000.0, 999.0, -np.inf, 0.0, 2.0]])
+    assert np.allclose(online_softmax(scores, 2), softmax(scores))
+    with pytest.raises(ValueError, match="all -inf"):
+        online_softmax(np.full((2, 3), -np.inf), 2)
+
+
+def test_trace_rescales_the_running_sum() -> None:
+    row = np.array([1.0, 3.0, 0.0, 5.0, 2.0])
+    steps = online_softmax_trace(row, 2)
+    assert [s.running_max for s in steps] == [3.0, 5.0, 5.0]
+    assert np.isclose(steps[-1].running_sum, np.exp(row - 5.0).sum())
+    assert np.isclose(steps[1].rescale, np.exp(3.0 - 5.0))
+    # forgetting the rescale gives a different (wrong) sum
+    wrong = np.exp(row[:2] - 3).sum() + np.exp(row[2:4] - 5).sum() + np.exp(row[4:] - 5).sum()
+    assert not np.isclose(wrong, steps[-1].running_sum)
+
+
+def random_case(rng: np.random.Generator):  # type: ignore[no-untyped-def]
+    lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    T, S = int(rng.integers(1, 12)), int(rng.integers(1, 15))
+    d, d_v = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    q = rng.standard_normal(lead + (T, d)) * 3
+    k = rng.standard_normal(lead + (S, d)) * 3
+    v = rng.standard_normal(lead + (S, d_v))
+    return q, k, v, T, S
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "random"])
+def test_tiled_equals_naive(mask_kind: str) -> None:
+    rng = np.random.default_rng({"none": 1, "causal": 2, "random": 3}[mask_kind])
+    for _ in range(40):
+        q, k, v, T, S = random_case(rng)
+        if mask_kind == "causal":
+            if S < T:
+                continue
+            allowed = causal_mask(T, S)
+        elif mask_kind == "random":
+            allowed = rng.random(q.shape[:-1] + (S,)) < 0.4
+            allowed[..., int(rng.integers(0, S))] = True  # every row keeps one position
+        else:
+            allowed = None
+        expected, _ = attention(q, k, v, allowed)
+        for block in sorted({1, 2, 3, max(1, S // 2), S, S + 3}):
+            for q_block in (None, 1, 4):
+                out = tiled_attention(q, k, v, allowed, block_size=block, query_block_size=q_block)
+                assert out.shape == expected.shape
+                assert np.abs(out - expected).max() <= 1e-12, (block, q_block, q.shape, k.shape)
+
+
+def test_broadcast_masks_and_leading_axes() -> None:
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 7, 4)), rng.standard_normal((2, 3, 7, 2))
+    for allowed in (
+        np.ones((1, 7), dtype=bool),
+        rng.random((2, 1, 5, 7)) < 0.5,
+        np.array([True, False, True, True, False, False, True]),
+        np.ones((5, 1), dtype=bool),
+    ):
+        allowed = allowed.copy()
+        allowed[..., 0] = True
+        expected, _ = attention(q, k, v, allowed)
+        for q_block in (None, 2):
+            assert np.abs(tiled_attention(q, k, v, allowed, 3, q_block) - expected).max() <= 1e-12
+    # keys shared across a broadcast leading axis
+    k1, v1 = k[:1], v[:1]
+    assert np.allclose(tiled_attention(q, k1, v1, block_size=2), attention(q, k1, v1)[0], atol=1e-12)
+
+
+def test_tiled_uses_less_memory_than_naive() -> None:
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 256, 16)) for _ in range(3))
+    peaks = []
+    for run in (lambda: attention(q, k, v)[0], lambda: tiled_attention(q, k, v, block_size=16)):
+        tracemalloc.start()
+        run()
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] * 4 < peaks[0]
+
+
+def test_bad_inputs_rejected() -> None:
+    q, k, v = np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 6))
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="block_size must be a positive"):
+            tiled_attention(q, k, v, block_size=bad)
+        with pytest.raises(ValueError, match="query_block_size must be a positive"):
+            tiled_attention(q, k, v, query_block_size=bad)
+        with pytest.raises(ValueError, match="block_size must be a positive"):
+            online_softmax(np.ones(3), bad)
+    with pytest.raises(TypeError, match="block_size must be an int"):
+        tiled_attention(q, k, v, block_size=2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="same feature width"):
+        tiled_attention(q, np.ones((2, 5, 3)), v)
+    with pytest.raises(ValueError, match="same source length"):
+        tiled_attention(q, k, np.ones((2, 4, 6)))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        tiled_attention(q, np.ones((3, 5, 4)), np.ones((3, 5, 6)))
+    with pytest.raises(ValueError, match="no allowed position"):
+        tiled_attention(q, k, v, np.zeros((3, 5), dtype=bool))
+    with pytest.raises(TypeError, match="boolean mask"):
+        tiled_attention(q, k, v, np.ones((3, 5)))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        tiled_attention(q, k, v, np.ones((4, 5), dtype=bool))
+    with pytest.raises(TypeError, match="floating-point"):
+        tiled_attention(q.astype(int), k, v)
+    with pytest.raises(ValueError, match="at least 2 axes"):
+        tiled_attention(np.ones(4), k, v)

@@ -1,0 +1,155 @@
+"""Latent attention: explicit == absorbed, the cache size, decoding with the latent cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lessons_lib.kv_cache import kv_cache_bytes
+from lessons_lib.mla import LatentAttention, LatentCache, mla_cache_bytes
+from lessons_lib.numpy_core import attention, causal_mask
+from lessons_lib.rope import apply_rope
+
+
+def random_layers(count: int, seed: int = 0):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        heads = int(rng.integers(1, 5))
+        width = heads * int(rng.integers(1, 5))
+        layer = LatentAttention(
+            width,
+            heads,
+            latent_width=int(rng.integers(1, 9)),
+            rope_width=2 * int(rng.integers(1, 4)),
+            head_width=int(rng.integers(1, 6)),
+            value_width=int(rng.integers(1, 6)),
+            seed=i,
+        )
+        x = rng.standard_normal((int(rng.integers(1, 4)), int(rng.integers(1, 8)), width))
+        yield layer, x
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_explicit_and_absorbed_agree(causal: bool) -> None:
+    for layer, x in random_layers(40, seed=int(causal)):
+        T = x.shape[1]
+        allowed = causal_mask(T) if causal else None
+        out_e, w_e = layer.explicit(x, allowed)
+        out_a, w_a = layer.absorbed(x, allowed)
+        assert out_e.shape == out_a.shape == x.shape
+        assert w_e.shape == w_a.shape == (x.shape[0], layer.heads, T, T)
+        assert np.abs(out_e - out_a).max() <= 1e-12
+        assert np.abs(w_e - w_a).max() <= 1e-12
+        assert np.allclose(w_a.sum(-1), 1.0)
+        if causal:
+            assert np.all(w_a[..., ~causal_mask(T)] == 0)
+
+
+def test_batch_mask_and_call_route() -> None:
+    layer = LatentAttention(12, 3, latent_width=5, rope_width=4, seed=3)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 6, 12))
+    allowed = rng.random((2, 6, 6)) < 0.6
+    allowed[..., 0] = True
+    out_e, _ = layer(x, allowed, absorbed=False)
+    out_a, _ = layer(x, allowed)
+    assert np.abs(out_e - out_a).max() <= 1e-12
+
+
+def test_explicit_matches_independent_per_head_loop() -> None:
+    """Rebuild every head by hand with numpy_core.attention and compare."""
+    layer = LatentAttention(8, 2, latent_width=3, rope_width=2, head_width=5, value_width=3, seed=7)
+    x = np.random.default_rng(5).standard_normal((1, 4, 8))
+    pos = np.arange(4)
+    latent = x[0] @ layer.w_dkv
+    rope_key = apply_rope(x[0] @ layer.w_kr, pos)
+    out = np.zeros((4, 8))
+    for i in range(2):
+        q = np.concatenate([x[0] @ layer.w_q[i], apply_rope(x[0] @ layer.w_qr[i], pos)], axis=1)
+        k = np.concatenate([latent @ layer.w_uk[i], rope_key], axis=1)
+        o, _ = attention(q, k, latent @ layer.w_uv[i], causal_mask(4))
+        out += o @ layer.w_o[i]
+    assert np.allclose(layer.explicit(x, causal_mask(4))[0][0], out, atol=1e-12)
+
+
+def test_cache_holds_latent_plus_rope_key_per_token() -> None:
+    layer = LatentAttention(16, 4, latent_width=6, rope_width=4, seed=1)
+    cache = layer.new_cache(batch=2)
+    x = np.random.default_rng(2).standard_normal((2, 5, 16))
+    for t in range(5):
+        layer.decode(x[:, t : t + 1], cache)
+    assert cache.length == 5
+    assert cache.latent.shape == (2, 5, 6) and cache.rope_key.shape == (2, 5, 4)
+    assert cache.elements_per_token == 6 + 4
+    assert (cache.latent.size + cache.rope_key.size) == 2 * 5 * (6 + 4)
+    # multi-head attention of the same layer would cache 2 * h * d_h per token
+    assert 2 * 4 * 4 > cache.elements_per_token
+
+
+def test_decoding_with_latent_cache_equals_full_computation() -> None:
+    for layer, x in random_layers(15, seed=11):
+        B, T, _ = x.shape
+        full, _ = layer.explicit(x, causal_mask(T))
+        cache = layer.new_cache(B)
+        steps = [layer.decode(x[:, t : t + 1], cache) for t in range(T)]
+        assert np.abs(np.concatenate(steps, axis=1) - full).max() <= 1e-12
+        # a prompt first, then single tokens
+        if T > 2:
+            cache = layer.new_cache(B)
+            first = layer.decode(x[:, :2], cache)
+            rest = [layer.decode(x[:, t : t + 1], cache) for t in range(2, T)]
+            assert np.abs(np.concatenate([first, *rest], axis=1) - full).max() <= 1e-12
+
+
+def test_absorbed_weights_have_latent_shapes() -> None:
+    layer = LatentAttention(10, 2, latent_width=3, rope_width=2, head_width=4, value_width=6)
+    assert layer.absorbed_query_weight.shape == (2, 10, 3)
+    assert layer.absorbed_output_weight.shape == (2, 3, 10)
+    assert np.allclose(layer.absorbed_query_weight[1], layer.w_q[1] @ layer.w_uk[1].T)
+
+
+def test_cache_byte_counts() -> None:
+    # DeepSeek-V2: 60 layers, d_c = 512, d_rope = 64 -> 60 * 576 elements per token
+    assert mla_cache_bytes(60, 512, 64, bytes_per_element=1) == 34560
+    assert mla_cache_bytes(60, 512, 64, tokens=10, batch=2, bytes_per_element=2) == 34560 * 40
+    # equal to GQA with 2.25 KV heads of width 128: 2 * 2.25 * 128 = 576
+    assert kv_cache_bytes(60, 9, 128, bytes_per_element=1) == 4 * mla_cache_bytes(60, 512, 64, bytes_per_element=1)
+    with pytest.raises(ValueError, match="latent_width must be positive"):
+        mla_cache_bytes(60, 0, 64)
+    with pytest.raises(TypeError, match="layers must be an int"):
+        mla_cache_bytes(60.0, 512, 64)  # type: ignore[arg-type]
+
+
+def test_bad_sizes_rejected() -> None:
+    with pytest.raises(ValueError, match="rope_width .* even"):
+        LatentAttention(8, 2, latent_width=4, rope_width=3)
+    with pytest.raises(ValueError, match="latent_width must be positive"):
+        LatentAttention(8, 2, latent_width=0, rope_width=2)
+    with pytest.raises(ValueError, match="heads must be positive"):
+        LatentAttention(8, 0, latent_width=4, rope_width=2)
+    with pytest.raises(ValueError, match="head_width must be positive"):
+        LatentAttention(2, 4, latent_width=4, rope_width=2)
+    with pytest.raises(TypeError, match="width must be an int"):
+        LatentAttention(8.0, 2, latent_width=4, rope_width=2)  # type: ignore[arg-type]
+
+
+def test_bad_inputs_rejected() -> None:
+    layer = LatentAttention(8, 2, latent_width=4, rope_width=2)
+    x = np.ones((1, 3, 8))
+    with pytest.raises(ValueError, match="layer width D is 8"):
+        layer(np.ones((1, 3, 6)))
+    with pytest.raises(ValueError, match="exactly 3 axes"):
+        layer(np.ones((3, 8)))
+    with pytest.raises(TypeError, match="floating-point"):
+        layer(np.ones((1, 3, 8), dtype=int))
+    with pytest.raises(TypeError, match="dtype float32"):
+        layer(np.ones((1, 3, 8), dtype=np.float32))
+    with pytest.raises(ValueError, match="no allowed position"):
+        layer(x, np.zeros((3, 3), dtype=bool))
+    with pytest.raises(ValueError, match="allowed has shape"):
+        layer(x, np.ones((3, 4), dtype=bool))
+    with pytest.raises(ValueError, match="batch size 2"):
+        layer.decode(x, layer.new_cache(2))
+    cache = LatentCache(np.zeros((1, 0, 4)), np.zeros((1, 0, 2)))
+    with pytest.raises(ValueError, match="latent to append"):
+        cache.append(np.zeros((1, 1, 5)), np.zeros((1, 1, 2)))

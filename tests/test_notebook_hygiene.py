@@ -1,0 +1,288 @@
+"""Hygiene of the committed notebooks: what strict nbval does not check by itself.
+
+Each check is a small function returning a list of problems (empty = clean), run on every
+``notebooks/*.ipynb``. The checks are first tested on tiny hand-made notebooks, so they would
+catch a problem even before any lesson exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+
+Notebook = dict[str, Any]
+IGNORE_WITH_REASON = re.compile(r"NBVAL_IGNORE_OUTPUT\W+\w+")
+ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{4,}")
+TEXT_MIMETYPES = ("text/plain", "text/html", "text/markdown", "text/latex")
+
+
+def source(cell: dict[str, Any]) -> str:
+    text = cell.get("source", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def code_cells(nb: Notebook) -> list[dict[str, Any]]:
+    return [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def output_texts(output: dict[str, Any]) -> list[str]:
+    """The human-readable text of one stored output (images and widget state are skipped)."""
+    if output["output_type"] == "stream":
+        return [source({"source": output.get("text", "")})]
+    if output["output_type"] == "error":
+        return ["\n".join(output.get("traceback", []))]
+    data = output.get("data", {})
+    return [source({"source": data[kind]}) for kind in TEXT_MIMETYPES if kind in data]
+
+
+def kernelspec_problems(nb: Notebook) -> list[str]:
+    name = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+    return [] if name == "python3" else [f"kernelspec name is {name!r}, expected 'python3'"]
+
+
+def execution_count_problems(nb: Notebook) -> list[str]:
+    counts = [cell.get("execution_count") for cell in code_cells(nb)]
+    expected = list(range(1, len(counts) + 1))
+    if counts == expected:
+        return []
+    return [f"execution counts are {counts}, expected {expected}: run scripts/regenerate_notebooks.py"]
+
+
+def error_output_problems(nb: Notebook) -> list[str]:
+    return [
+        f"code cell {i} stores an error output ({output.get('ename')}); catch it and print it instead"
+        for i, cell in enumerate(code_cells(nb), 1)
+        for output in cell.get("outputs", [])
+        if output["output_type"] == "error"
+    ]
+
+
+def stderr_problems(nb: Notebook) -> list[str]:
+    return [
+        f"code cell {i} stores stderr output: {source({'source': output.get('text', '')})[:80]!r}"
+        for i, cell in enumerate(code_cells(nb), 1)
+        for output in cell.get("outputs", [])
+        if output["output_type"] == "stream" and output.get("name") == "stderr"
+    ]
+
+
+def ignore_marker_problems(nb: Notebook) -> list[str]:
+    """``# NBVAL_IGNORE_OUTPUT: <reason>`` and the cell tag ``nbval-ignore-output`` go together.
+
+    nbval 0.11 only honours a comment that is exactly ``# NBVAL_IGNORE_OUTPUT``, with nothing after
+    it, so a comment that also gives the reason is not seen by nbval. The tag is what nbval acts
+    on; the comment is what a reader sees. One without the other misleads someone.
+    """
+    problems = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        lines = [line for line in source(cell).splitlines() if "NBVAL_IGNORE_OUTPUT" in line]
+        problems += [
+            f"code cell {i}: NBVAL_IGNORE_OUTPUT needs a reason on the same line: {line.strip()!r}"
+            for line in lines
+            if not IGNORE_WITH_REASON.search(line)
+        ]
+        tagged = "nbval-ignore-output" in cell.get("metadata", {}).get("tags", [])
+        if lines and not tagged:
+            problems.append(
+                f"code cell {i}: has the NBVAL_IGNORE_OUTPUT comment but not the cell tag "
+                f"'nbval-ignore-output', so nbval still compares its output"
+            )
+        if tagged and not lines:
+            problems.append(
+                f"code cell {i}: tagged 'nbval-ignore-output' without a '# NBVAL_IGNORE_OUTPUT: <reason>' comment"
+            )
+    return problems
+
+
+def machine_specific_output_problems(nb: Notebook) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        for output in cell.get("outputs", []):
+            for text in output_texts(output):
+                if "/tmp/" in text:
+                    problems.append(f"code cell {i} output contains a /tmp/ path")
+                address = ADDRESS.search(text)
+                if address:
+                    problems.append(f"code cell {i} output contains a memory address: {address[0]}")
+    return problems
+
+
+def title_problems(nb: Notebook) -> list[str]:
+    cells = nb["cells"]
+    if not cells or cells[0]["cell_type"] != "markdown":
+        return ["the first cell must be markdown with the lesson title"]
+    lines = [line for line in source(cells[0]).splitlines() if line.strip()]
+    if not lines or not re.match(r"# \S", lines[0]):
+        return [f"the first cell must start with a level-1 title ('# ...'), got {lines[:1]}"]
+    return []
+
+
+def heading_problems(nb: Notebook) -> list[str]:
+    markdown = "\n".join(source(cell) for cell in nb["cells"] if cell["cell_type"] == "markdown")
+    return [
+        f"no markdown heading containing {title!r}"
+        for title in ("Quick check", "What comes next")
+        if not re.search(rf"^#{{1,6}}\s.*\b{title}\b", markdown, flags=re.MULTILINE | re.IGNORECASE)
+    ]
+
+
+CHECKS: dict[str, Callable[[Notebook], list[str]]] = {
+    "kernelspec": kernelspec_problems,
+    "execution_counts": execution_count_problems,
+    "no_error_outputs": error_output_problems,
+    "no_stderr": stderr_problems,
+    "ignore_markers_have_reasons": ignore_marker_problems,
+    "no_machine_specific_output": machine_specific_output_problems,
+    "title_first": title_problems,
+    "quick_check_and_what_next": heading_problems,
+}
+
+
+# --- the committed notebooks ---------------------------------------------------------------------
+
+
+def test_notebooks_folder_exists() -> None:
+    assert NOTEBOOK_DIR.is_dir(), f"{NOTEBOOK_DIR} is missing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_file_name_is_numbered(path: Path) -> None:
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), f"{path.name}: expected NN_topic.ipynb"
+
+
+@pytest.mark.parametrize("check", list(CHECKS), ids=list(CHECKS))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_hygiene(path: Path, check: str) -> None:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    problems = CHECKS[check](nb)
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+# --- the checks themselves, on tiny hand-made notebooks -------------------------------------------
+
+
+def markdown(text: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def code(
+    text: str, count: int | None, outputs: list[dict[str, Any]] | None = None, tags: list[str] | None = None
+) -> dict[str, Any]:
+    metadata = {"tags": tags} if tags else {}
+    return {"cell_type": "code", "metadata": metadata, "source": text, "execution_count": count, "outputs": outputs or []}
+
+
+def stream(text: str, name: str = "stdout") -> dict[str, Any]:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def clean_notebook() -> Notebook:
+    return {
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [
+            markdown("# 01 - One head\n\nBuilds on nothing."),
+            code("print(1 + 1)", 1, [stream("2\n")]),
+            code("# NBVAL_IGNORE_OUTPUT: live widget; the next cell drives it\nw", 2, tags=["nbval-ignore-output"]),
+            markdown("## Quick check"),
+            code("x = 10", 3),
+            markdown("## What comes next\n\nLesson 02."),
+        ],
+    }
+
+
+def test_checks_pass_a_clean_notebook() -> None:
+    nb = clean_notebook()
+    assert {name: check(nb) for name, check in CHECKS.items()} == {name: [] for name in CHECKS}
+
+
+def broken(change: Callable[[Notebook], None]) -> Notebook:
+    nb = clean_notebook()
+    change(nb)
+    return nb
+
+
+def set_kernel(nb: Notebook) -> None:
+    nb["metadata"]["kernelspec"]["name"] = "venv-local"
+
+
+def set_count(nb: Notebook) -> None:
+    nb["cells"][2]["execution_count"] = 7
+
+
+def add_error(nb: Notebook) -> None:
+    nb["cells"][1]["outputs"].append({"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": []})
+
+
+def add_stderr(nb: Notebook) -> None:
+    nb["cells"][1]["outputs"].append(stream("UserWarning: careful\n", name="stderr"))
+
+
+def drop_reason(nb: Notebook) -> None:
+    nb["cells"][2]["source"] = "# NBVAL_IGNORE_OUTPUT\nw"
+
+
+def drop_ignore_tag(nb: Notebook) -> None:
+    nb["cells"][2]["metadata"] = {}
+
+
+def drop_ignore_comment(nb: Notebook) -> None:
+    nb["cells"][2]["source"] = "w"
+
+
+def add_path(nb: Notebook) -> None:
+    nb["cells"][1]["outputs"].append(stream("saved to /tmp/ipykernel_42/1.py\n"))
+
+
+def add_address(nb: Notebook) -> None:
+    nb["cells"][1]["outputs"].append(
+        {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+         "data": {"text/plain": "<Figure object at 0x7f3a2b4c5d60>"}}
+    )
+
+
+def drop_title(nb: Notebook) -> None:
+    nb["cells"][0]["source"] = "## One head"
+
+
+def code_first(nb: Notebook) -> None:
+    nb["cells"].insert(0, code("import numpy", None))
+
+
+def drop_quick_check(nb: Notebook) -> None:
+    nb["cells"][3]["source"] = "Some questions."
+
+
+BROKEN = [
+    ("kernelspec", set_kernel),
+    ("execution_counts", set_count),
+    ("execution_counts", code_first),
+    ("no_error_outputs", add_error),
+    ("no_stderr", add_stderr),
+    ("ignore_markers_have_reasons", drop_reason),
+    ("ignore_markers_have_reasons", drop_ignore_tag),
+    ("ignore_markers_have_reasons", drop_ignore_comment),
+    ("no_machine_specific_output", add_path),
+    ("no_machine_specific_output", add_address),
+    ("title_first", drop_title),
+    ("title_first", code_first),
+    ("quick_check_and_what_next", drop_quick_check),
+]
+
+
+@pytest.mark.parametrize("check, change", BROKEN, ids=[f"{c}-{f.__name__}" for c, f in BROKEN])
+def test_each_check_catches_its_problem(check: str, change: Callable[[Notebook], None]) -> None:
+    nb = broken(change)
+    assert CHECKS[check](nb), f"{check} did not notice {change.__name__}"
+
+
+def test_ten_x_is_not_mistaken_for_an_address() -> None:
+    nb = broken(lambda nb: nb["cells"][1]["outputs"].append(stream("10x fewer bytes, 0x1 flag\n")))
+    assert machine_specific_output_problems(nb) == []

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_bool_mask, check_float, check_rank, empty_rows_message, mask_shape
+from lessons_lib.validation import check_bool_mask, check_float, check_qkv, check_rank, empty_rows_message, mask_shape
 
 __all__ = ["OnlineStep", "online_softmax", "online_softmax_trace", "tiled_attention"]
 
@@ -149,30 +149,11 @@ def tiled_attention(
     Raises:
         ValueError: bad shapes, a block size <= 0, or a query row with no allowed position.
     """
-    check_float("q", q)
-    check_float("k", k)
-    check_float("v", v)
-    check_rank("q", q.shape, 2, "(..., T, d)")
-    check_rank("k", k.shape, 2, "(..., S, d)")
-    check_rank("v", v.shape, 2, "(..., S, d_v)")
+    check_qkv(q, k, v, "numpy")  # the same checks as numpy_core.attention
     _check_block("block_size", block_size)
     if query_block_size is not None:
         _check_block("query_block_size", query_block_size)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    try:
-        batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"the leading (batch/head) axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v "
-            f"{tuple(v.shape)} do not broadcast together"
-        ) from None
+    batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     T, S = q.shape[-2], k.shape[-2]
     if allowed is not None:
         check_bool_mask(allowed, "numpy")

@@ -19,13 +19,11 @@ from numpy.typing import DTypeLike, NDArray
 from lessons_lib.kv_cache import check_kv_heads
 from lessons_lib.numpy_core import MultiHead, attention, init_weights, merge_heads, split_heads
 from lessons_lib.validation import (
-    check_bool_mask,
-    check_dtype_matches,
-    check_float,
+    check_layer_array,
     check_layer_inputs,
     check_layer_sizes,
     check_rank,
-    layer_mask_shape,
+    layer_mask,
 )
 
 Array = NDArray[np.floating]
@@ -102,8 +100,7 @@ class GroupedQueryAttention:
 
         These are what a decoder caches: ``h_kv`` heads per token, not ``h``.
         """
-        check_float("context", context)
-        check_dtype_matches("context", context.dtype, self.dtype)
+        check_layer_array("context", context, self.dtype, "numpy")
         check_rank("context", context.shape, 3, "(B, S, D)", exact=True)
         check_width("context", context.shape, self.width)
         k = split_heads(context @ self.wk, self.kv_heads)  # (B, S, h_kv*d_h) -> (B, h_kv, S, d_h)
@@ -117,8 +114,7 @@ class GroupedQueryAttention:
 
         Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
-        check_float("query", query)
-        check_dtype_matches("query", query.dtype, self.dtype)
+        check_layer_array("query", query, self.dtype, "numpy")
         check_rank("k", k.shape, 4, "(B, h_kv, S, d_h)", exact=True)
         B, h_kv, S, d_h = k.shape
         if (h_kv, d_h) != (self.kv_heads, self.head_width) or v.shape != k.shape:
@@ -131,10 +127,7 @@ class GroupedQueryAttention:
         k = repeat_kv(k, self.group_size)  # (B, h_kv, S, d_h) -> (B, h, S, d_h)
         v = repeat_kv(v, self.group_size)  # (B, h_kv, S, d_h) -> (B, h, S, d_h)
         if allowed is not None:
-            check_bool_mask(allowed, "numpy")
-            layer_mask_shape(allowed.shape, B, self.heads, T, S)
-            if allowed.ndim == 3:
-                allowed = allowed[:, None]  # (B, T, S) -> (B, 1, T, S): same mask for every head
+            allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")  # -> broadcastable to (B, h, T, S)
         heads_out, weights = attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, S)
         return merge_heads(heads_out) @ self.wo, weights  # (B, T, D) @ (D, D) -> (B, T, D)
 
@@ -147,8 +140,8 @@ class GroupedQueryAttention:
         broadcastable to ``(B, h, T, S)``. Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         context = query if context is None else context
-        check_float("query", query)
-        check_float("context", context)
+        check_layer_array("query", query, self.dtype, "numpy")
+        check_layer_array("context", context, self.dtype, "numpy")
         check_layer_inputs(query.shape, context.shape, self.width)
         k, v = self.keys_values(context)  # (B, h_kv, S, d_h) each
         return self.attend(query, k, v, allowed)

@@ -11,20 +11,17 @@ import numbers
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils import skip_init
 
 from lessons_lib.gqa import check_width, kv_head_of_query
 from lessons_lib.kv_cache import check_kv_heads
 from lessons_lib.numpy_core import init_weights
-from lessons_lib.torch_core import MultiHead, attention, merge_heads, split_heads
+from lessons_lib.torch_core import MultiHead, attention, blank_linear, merge_heads, split_heads
 from lessons_lib.validation import (
-    check_bool_mask,
-    check_dtype_matches,
-    check_float,
+    check_layer_array,
     check_layer_inputs,
     check_layer_sizes,
     check_rank,
-    layer_mask_shape,
+    layer_mask,
 )
 
 __all__ = [
@@ -73,19 +70,17 @@ class GroupedQueryAttention(nn.Module):
         weights = init_weights(width, seed)
         weights["wk"] = weights["wk"][:, :kv_width]  # (D, D) -> (D, h_kv * d_h)
         weights["wv"] = weights["wv"][:, :kv_width]  # (D, D) -> (D, h_kv * d_h)
-        # skip_init: no default random init, so building a layer leaves torch's global RNG alone.
-        self.wq = skip_init(nn.Linear, width, width, bias=False, dtype=dtype)
-        self.wk = skip_init(nn.Linear, width, kv_width, bias=False, dtype=dtype)
-        self.wv = skip_init(nn.Linear, width, kv_width, bias=False, dtype=dtype)
-        self.wo = skip_init(nn.Linear, width, width, bias=False, dtype=dtype)
+        self.wq = blank_linear(width, width, dtype)
+        self.wk = blank_linear(width, kv_width, dtype)
+        self.wv = blank_linear(width, kv_width, dtype)
+        self.wo = blank_linear(width, width, dtype)
         with torch.no_grad():
             for name, linear in (("wq", self.wq), ("wk", self.wk), ("wv", self.wv), ("wo", self.wo)):
                 linear.weight.copy_(torch.from_numpy(weights[name].T.copy()))  # (in, out) -> (out, in)
 
     def keys_values(self, context: Tensor) -> tuple[Tensor, Tensor]:
         """Project ``context (B, S, D)`` to keys and values, each ``(B, h_kv, S, d_h)``."""
-        check_float("context", context)
-        check_dtype_matches("context", context.dtype, self.dtype)
+        check_layer_array("context", context, self.dtype, "torch")
         check_rank("context", context.shape, 3, "(B, S, D)", exact=True)
         check_width("context", tuple(context.shape), self.width)
         k = split_heads(self.wk(context), self.kv_heads)  # (B, S, h_kv*d_h) -> (B, h_kv, S, d_h)
@@ -99,8 +94,7 @@ class GroupedQueryAttention(nn.Module):
 
         Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
-        check_float("query", query)
-        check_dtype_matches("query", query.dtype, self.dtype)
+        check_layer_array("query", query, self.dtype, "torch")
         check_rank("k", k.shape, 4, "(B, h_kv, S, d_h)", exact=True)
         B, h_kv, S, d_h = k.shape
         if (h_kv, d_h) != (self.kv_heads, self.head_width) or v.shape != k.shape:
@@ -113,10 +107,7 @@ class GroupedQueryAttention(nn.Module):
         k = repeat_kv(k, self.group_size)  # (B, h_kv, S, d_h) -> (B, h, S, d_h)
         v = repeat_kv(v, self.group_size)  # (B, h_kv, S, d_h) -> (B, h, S, d_h)
         if allowed is not None:
-            check_bool_mask(allowed, "torch")
-            layer_mask_shape(allowed.shape, B, self.heads, T, S)
-            if allowed.ndim == 3:
-                allowed = allowed[:, None]  # (B, T, S) -> (B, 1, T, S): same mask for every head
+            allowed = layer_mask(allowed, B, self.heads, T, S, "torch")  # -> broadcastable to (B, h, T, S)
         heads_out, weights = attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, S)
         return self.wo(merge_heads(heads_out)), weights  # (B, T, D) -> (B, T, D)
 
@@ -129,8 +120,8 @@ class GroupedQueryAttention(nn.Module):
         broadcastable to ``(B, h, T, S)``. Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         context = query if context is None else context
-        check_float("query", query)
-        check_float("context", context)
+        check_layer_array("query", query, self.dtype, "torch")
+        check_layer_array("context", context, self.dtype, "torch")
         check_layer_inputs(query.shape, context.shape, self.width)
         k, v = self.keys_values(context)  # (B, h_kv, S, d_h) each
         return self.attend(query, k, v, allowed)

@@ -10,8 +10,9 @@ Pure Python (no NumPy), so a memory calculator never pays for importing an array
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
+
+from lessons_lib.validation import check_int
 
 __all__ = [
     "MODELS",
@@ -48,22 +49,15 @@ def kv_cache_bytes(
         "bytes_per_element": bytes_per_element,
     }
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        check_int(name, value)
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {name}={value}")
     return 2 * layers * kv_heads * head_dim * tokens * batch * bytes_per_element
 
 
-def _check_integer(name: str, value: object) -> None:
-    """``TypeError`` unless ``value`` is an integer (Python or NumPy); ``bool`` is refused."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-
-
 def kv_head_options(heads: int) -> list[int]:
     """Every valid ``h_kv`` for ``h`` query heads: the positive divisors of ``h``, smallest first."""
-    _check_integer("heads", heads)
+    check_int("heads", heads)
     if heads <= 0:
         raise ValueError(f"heads (h) must be positive, got heads={heads}")
     return [n for n in range(1, int(heads) + 1) if heads % n == 0]
@@ -75,7 +69,7 @@ def check_kv_heads(heads: int, kv_heads: int) -> None:
     Every key/value head must serve the same number ``g = h / h_kv`` of query heads.
     """
     options = kv_head_options(heads)
-    _check_integer("kv_heads", kv_heads)
+    check_int("kv_heads", kv_heads)
     if kv_heads not in options:
         raise ValueError(
             f"kv_heads h_kv={kv_heads} must be a positive divisor of heads h={heads}, so that each "

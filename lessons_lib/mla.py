@@ -46,11 +46,10 @@ from numpy.typing import NDArray
 from lessons_lib.numpy_core import attention, causal_mask, softmax
 from lessons_lib.rope import apply_rope
 from lessons_lib.validation import (
-    check_bool_mask,
     check_float,
     check_rank,
     empty_rows_message,
-    layer_mask_shape,
+    layer_mask,
 )
 
 __all__ = ["LatentAttention", "LatentCache", "mla_cache_bytes"]
@@ -211,11 +210,10 @@ class LatentAttention:
     def _prepare_mask(self, allowed: Mask | None, B: int, T: int, S: int) -> Mask | None:
         if allowed is None:
             return None
-        check_bool_mask(allowed, "numpy")
-        layer_mask_shape(allowed.shape, B, self.heads, T, S)
+        allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")  # -> broadcastable to (B, h, T, S)
         if not np.all(np.any(allowed, axis=-1)):
             raise ValueError(empty_rows_message())
-        return allowed[:, None] if allowed.ndim == 3 else allowed  # (B, T, S) -> (B, 1, T, S)
+        return allowed
 
     # ----- the explicit route: rebuild every head's K and V -----------------------------------
     def explicit(self, x: Array, allowed: Mask | None = None) -> tuple[Array, Array]:

@@ -17,16 +17,14 @@ from lessons_lib.numpy_core import init_weights
 from lessons_lib.validation import (
     check_array,
     check_bool_mask,
-    check_library,
-    check_dtype_matches,
-    check_float,
-    check_layer_inputs,
     check_int,
+    check_layer_array,
+    check_layer_inputs,
     check_layer_sizes,
     check_qkv,
     check_rank,
     empty_rows_message,
-    layer_mask_shape,
+    layer_mask,
     mask_shape,
 )
 
@@ -130,21 +128,14 @@ class MultiHead(nn.Module):
         broadcastable to ``(B, h, T, S)``. Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         context = query if context is None else context
-        check_float("query", query)
-        check_float("context", context)
-        check_library("query", query, "torch")
-        check_library("context", context, "torch")
-        check_dtype_matches("query", query.dtype, self.dtype)
-        check_dtype_matches("context", context.dtype, self.dtype)
+        check_layer_array("query", query, self.dtype, "torch")
+        check_layer_array("context", context, self.dtype, "torch")
         B, T, S = check_layer_inputs(query.shape, context.shape, self.width)
         q = split_heads(self.wq(query), self.heads)  # (B, T, D) -> (B, h, T, d_h)
         k = split_heads(self.wk(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         v = split_heads(self.wv(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         if allowed is not None:
-            check_bool_mask(allowed, "torch")
-            layer_mask_shape(allowed.shape, B, self.heads, T, S)
-            if allowed.ndim == 3:
-                allowed = allowed[:, None]  # (B, T, S) -> (B, 1, T, S): same mask for every head
+            allowed = layer_mask(allowed, B, self.heads, T, S, "torch")  # -> broadcastable to (B, h, T, S)
         heads_out, weights = attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, S)
         return self.wo(merge_heads(heads_out)), weights  # (B, T, D) -> (B, T, D)
 

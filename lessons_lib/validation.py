@@ -127,6 +127,23 @@ def check_dtype_matches(name: str, dtype: Any, layer_dtype: Any) -> None:
         )
 
 
+def check_layer_array(name: str, array: Any, layer_dtype: Any, library: str) -> None:
+    """An input of a layer: floating point, from ``library``, and in the layer's dtype."""
+    check_float(name, array)
+    check_library(name, array, library)
+    check_dtype_matches(name, array.dtype, layer_dtype)
+
+
+def layer_mask(allowed: Any, B: int, h: int, T: int, S: int, library: str) -> Any:
+    """Check a layer's ``allowed`` mask; return it broadcastable to ``(B, h, T, S)``.
+
+    A ``(B, T, S)`` mask gets a head axis, ``(B, 1, T, S)``: the same mask for every head.
+    """
+    check_bool_mask(allowed, library)
+    layer_mask_shape(allowed.shape, B, h, T, S)
+    return allowed[:, None] if allowed.ndim == 3 else allowed
+
+
 def check_bool_mask(allowed: Any, library: str) -> None:
     """``TypeError`` unless ``allowed`` is a boolean array (``library``: "numpy" or "torch")."""
     dtype = getattr(allowed, "dtype", None)

@@ -29,6 +29,7 @@ def regenerate(path: Path) -> float:
         kernel_name="python3",
         timeout=600,
         record_timing=False,  # per-cell timestamps would change the diff on every run
+        store_widget_state=False,  # widget models get new random ids on every run; a live kernel rebuilds them
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()

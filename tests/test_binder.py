@@ -66,6 +66,8 @@ def pins(path: Path) -> dict[str, Version]:
         if line.startswith("-") or line in LOCAL_PACKAGE_LINES:
             continue  # pip options and the local package
         requirement = Requirement(line)
+        if requirement.marker and not requirement.marker.evaluate({"python_version": str(runtime_python())}):
+            continue  # a pin for another Python than Binder's (e.g. the Python 3.10 fallbacks)
         specifiers = list(requirement.specifier)
         if len(specifiers) != 1 or specifiers[0].operator != "==":
             raise ValueError(f"{path.name}: '{line}' is not pinned with ==; pin it like name==1.2.3")

@@ -8,6 +8,8 @@ Measures, each in a fresh subprocess started from the repository root:
 (a) the wall time of the README test command ``python -m pytest -q`` (run once; no target);
 (b) the strict-nbval wall time of every ``notebooks/*.ipynb`` (``python -m pytest notebooks/X.ipynb -q``),
     median of ``--repeats`` runs, target <= 2.5 s per notebook;
+(b2) the same notebooks timed inside one pytest run (kernel start + cells, without pytest's own
+    start-up, which (b) pays once per notebook);
 (c) the time of ``import lessons_lib`` in a fresh interpreter, timed with ``time.perf_counter``
     around the import inside the subprocess, median of ``--import-repeats`` runs, target <= 0.15 s.
     ``import lessons_lib.numpy_core`` (which loads NumPy) is reported alongside for information.
@@ -22,7 +24,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from xml.etree import ElementTree
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,6 +87,34 @@ def bench_notebooks(paths: list[Path], repeats: int) -> bool:
     return all_ok
 
 
+def in_suite_seconds(paths: list[Path]) -> dict[str, float]:
+    """Per-notebook seconds inside ONE pytest run over all ``paths`` (from its JUnit report).
+
+    Each notebook's time is the sum over its cells of setup + call + teardown, which includes
+    starting its kernel but not pytest's own start-up (about 2 s of imports, paid once per run).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.xml"
+        command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={report}"]
+        subprocess.run(command + [str(p) for p in paths], cwd=ROOT, capture_output=True, check=False)
+        cases = list(ElementTree.parse(report).iter("testcase"))
+    # A notebook's cells are reported with classname "notebooks.<file name>".
+    return {
+        path.name: sum(float(c.get("time", 0)) for c in cases if c.get("classname", "").endswith(path.name))
+        for path in paths
+    }
+
+
+def bench_notebooks_in_suite(paths: list[Path], repeats: int) -> None:
+    print(f"(b2) the same notebooks inside one pytest run, median of {repeats} (kernel start + cells):")
+    if not paths:
+        return
+    runs = [in_suite_seconds(paths) for _ in range(repeats)]
+    for path in paths:
+        median = statistics.median(run[path.name] for run in runs)
+        print(f"    {path.name:<40} {median:5.2f} s  {verdict(median, NOTEBOOK_TARGET_S)}")
+
+
 def bench_import(repeats: int) -> bool:
     """Print the import times; return True if ``import lessons_lib`` met the target."""
     print(f"(c) import time in a fresh interpreter, median of {repeats} (target <= {IMPORT_TARGET_S} s):")
@@ -110,6 +142,7 @@ def main(argv: list[str]) -> int:
     else:
         bench_suite()
     notebooks_ok = bench_notebooks(paths, args.repeats)
+    bench_notebooks_in_suite(paths, args.repeats)
     import_ok = bench_import(args.import_repeats)
     print(f"load average at the end {load_average()}")
     return 1 if args.fail_on_miss and not (notebooks_ok and import_ok) else 0

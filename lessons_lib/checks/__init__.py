@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Verdict", "as_numpy", "passed", "failed"]
+__all__ = ["Verdict", "as_numpy", "failed", "number_answer", "passed"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +46,18 @@ def as_numpy(value: Any) -> NDArray[Any]:
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
     return np.asarray(value)
+
+
+def number_answer(question: str, answer: Any, what: str) -> float | Verdict:
+    """The learner's ``answer`` as one float, or a `Verdict` saying why it is not one number.
+
+    ``what`` completes "replace None with ..." for an unanswered question.
+    """
+    if answer is None:
+        return failed(question, f"no answer yet: replace None with {what}")
+    if isinstance(answer, bool):
+        return failed(question, f"expected a number, got the boolean {answer}")
+    try:
+        return float(np.asarray(as_numpy(answer), dtype=np.float64).item())
+    except (TypeError, ValueError):
+        return failed(question, f"expected one number, got {type(answer).__name__} {answer!r}")

@@ -15,20 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.checks import Verdict, as_numpy, failed, passed
+from lessons_lib.checks import Verdict, as_numpy, failed, number_answer, passed
 
 __all__ = ["check_mla_cache_elements", "check_absorbed_query_weight", "check_equivalent_kv_heads"]
-
-
-def _as_number(question: str, answer: Any, what: str) -> float | Verdict:
-    if answer is None:
-        return failed(question, f"no answer yet: replace None with {what}")
-    if isinstance(answer, bool):
-        return failed(question, f"expected a number, got the boolean {answer}")
-    try:
-        return float(np.asarray(as_numpy(answer), dtype=np.float64).item())
-    except (TypeError, ValueError):
-        return failed(question, f"expected one number, got {type(answer).__name__} {answer!r}")
 
 
 def check_mla_cache_elements(
@@ -44,7 +33,7 @@ def check_mla_cache_elements(
     rotary key counted per head, and one layer instead of all.
     """
     question = "MLA cache"
-    a = _as_number(question, answer, "layers * (d_c + d_rope)")
+    a = number_answer(question, answer, "layers * (d_c + d_rope)")
     if isinstance(a, Verdict):
         return a
     right = layers * (latent_width + rope_width)
@@ -133,7 +122,7 @@ def check_equivalent_kv_heads(answer: Any, *, latent_width: int, rope_width: int
     Recognises: the factor 2 forgotten (K and V), and the rotary key forgotten.
     """
     question = "GQA equivalent"
-    a = _as_number(question, answer, "(d_c + d_rope) / (2 * d_h)")
+    a = number_answer(question, answer, "(d_c + d_rope) / (2 * d_h)")
     if isinstance(a, Verdict):
         return a
     right = (latent_width + rope_width) / (2 * head_dim)

@@ -15,23 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.checks import Verdict, as_numpy, failed, passed
+from lessons_lib.checks import Verdict, as_numpy, failed, number_answer, passed
 from lessons_lib.numpy_core import attention
 
 __all__ = ["check_weight_entries", "check_online_sum", "check_tiled_output"]
 
 Floats = NDArray[np.float64]
-
-
-def _as_number(question: str, answer: Any, what: str) -> float | Verdict:
-    if answer is None:
-        return failed(question, f"no answer yet: replace None with {what}")
-    if isinstance(answer, bool):
-        return failed(question, f"expected a number, got the boolean {answer}")
-    try:
-        return float(np.asarray(as_numpy(answer), dtype=np.float64).item())
-    except (TypeError, ValueError):
-        return failed(question, f"expected one number, got {type(answer).__name__} {answer!r}")
 
 
 def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
@@ -41,7 +30,7 @@ def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verd
     bytes (float32 or float64) given instead of entries.
     """
     question = "weight entries"
-    a = _as_number(question, answer, "B * h * T * S")
+    a = number_answer(question, answer, "B * h * T * S")
     if isinstance(a, Verdict):
         return a
     right = B * h * T * S
@@ -80,7 +69,7 @@ def check_online_sum(answer: Any, row: Any, block_size: int) -> Verdict:
     """
     question = "online sum"
     r = np.asarray(as_numpy(row), dtype=np.float64)
-    a = _as_number(question, answer, "the running sum l after the last block")
+    a = number_answer(question, answer, "the running sum l after the last block")
     if isinstance(a, Verdict):
         return a
     right = _online_sum(r, block_size, rescale=True)

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_bool_mask, check_float, check_qkv, check_rank, empty_rows_message, mask_shape
+from lessons_lib.validation import (
+    check_bool_mask,
+    check_float,
+    check_int,
+    check_qkv,
+    check_rank,
+    empty_rows_message,
+    mask_shape,
+)
 
 __all__ = ["OnlineStep", "online_softmax", "online_softmax_trace", "tiled_attention"]
 
@@ -30,8 +38,7 @@ Mask = NDArray[np.bool_]
 
 
 def _check_block(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    check_int(name, value)
     if value <= 0:
         raise ValueError(
             f"{name} must be a positive number of positions per block, got {name}={value}; "

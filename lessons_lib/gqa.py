@@ -140,10 +140,8 @@ class GroupedQueryAttention:
         broadcastable to ``(B, h, T, S)``. Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         context = query if context is None else context
-        check_layer_array("query", query, self.dtype, "numpy")
-        check_layer_array("context", context, self.dtype, "numpy")
-        check_layer_inputs(query.shape, context.shape, self.width)
-        k, v = self.keys_values(context)  # (B, h_kv, S, d_h) each
+        check_layer_array("query", query, self.dtype, "numpy")  # before context, so a bad query is named
+        k, v = self.keys_values(context)  # checks context; attend() checks query against it  # (B, h_kv, S, d_h) each
         return self.attend(query, k, v, allowed)
 
     def __repr__(self) -> str:

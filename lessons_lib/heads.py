@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from lessons_lib.numpy_core import MultiHead, attention, split_heads
 from lessons_lib.toy_task import DATA_PATH, ToyConfig, config_from_sizes, token_labels
 from lessons_lib.validation import check_float, check_layer_sizes, check_rank
+from lessons_lib.validation import divisors as positive_divisors
 
 Array = NDArray[np.floating]
 
@@ -161,7 +162,7 @@ def average_over_heads(weights: Array) -> Array:
 def divisors(width: int) -> list[int]:
     """Every head count ``h`` that splits ``D = width`` into equal heads."""
     check_layer_sizes(width, 1)
-    return [n for n in range(1, width + 1) if width % n == 0]
+    return positive_divisors(width)
 
 
 def _check_projection(w: Array, heads: int) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lessons_lib.validation import check_int
+from lessons_lib.validation import check_int, check_positive_int, divisors
 
 __all__ = [
     "MODELS",
@@ -49,9 +49,7 @@ def kv_cache_bytes(
         "bytes_per_element": bytes_per_element,
     }
     for name, value in sizes.items():
-        check_int(name, value)
-        if value <= 0:
-            raise ValueError(f"{name} must be positive, got {name}={value}")
+        check_positive_int(name, value)
     return 2 * layers * kv_heads * head_dim * tokens * batch * bytes_per_element
 
 
@@ -60,7 +58,7 @@ def kv_head_options(heads: int) -> list[int]:
     check_int("heads", heads)
     if heads <= 0:
         raise ValueError(f"heads (h) must be positive, got heads={heads}")
-    return [n for n in range(1, int(heads) + 1) if heads % n == 0]
+    return divisors(heads)
 
 
 def check_kv_heads(heads: int, kv_heads: int) -> None:

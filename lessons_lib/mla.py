@@ -47,6 +47,7 @@ from lessons_lib.numpy_core import attention, causal_mask, softmax
 from lessons_lib.rope import apply_rope
 from lessons_lib.validation import (
     check_float,
+    check_positive_int,
     check_rank,
     empty_rows_message,
     layer_mask,
@@ -56,13 +57,6 @@ __all__ = ["LatentAttention", "LatentCache", "mla_cache_bytes"]
 
 Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
-
-
-def _check_positive_int(name: str, value: int, hint: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {name}={value}{hint}")
 
 
 def mla_cache_bytes(
@@ -88,7 +82,7 @@ def mla_cache_bytes(
         "bytes_per_element": bytes_per_element,
     }
     for name, value in sizes.items():
-        _check_positive_int(name, value)
+        check_positive_int(name, value)
     return layers * (latent_width + rope_width) * tokens * batch * bytes_per_element
 
 
@@ -150,14 +144,14 @@ class LatentAttention:
         seed: int = 0,
         base: float = 10000.0,
     ) -> None:
-        _check_positive_int("width", width)
-        _check_positive_int("heads", heads)
+        check_positive_int("width", width)
+        check_positive_int("heads", heads)
         head_width = width // heads if head_width is None else head_width
         value_width = head_width if value_width is None else value_width
-        _check_positive_int("head_width", head_width, " (with the default d_nope = D // h, make heads <= width)")
-        _check_positive_int("value_width", value_width)
-        _check_positive_int("latent_width", latent_width)
-        _check_positive_int("rope_width", rope_width)
+        check_positive_int("head_width", head_width, " (with the default d_nope = D // h, make heads <= width)")
+        check_positive_int("value_width", value_width)
+        check_positive_int("latent_width", latent_width)
+        check_positive_int("rope_width", rope_width)
         if rope_width % 2 != 0:
             raise ValueError(f"rope_width (d_rope) must be even because RoPE rotates pairs, got {rope_width}")
         self.width, self.heads = width, heads
@@ -278,7 +272,7 @@ class LatentAttention:
     # ----- decoding with the latent cache -----------------------------------------------------
     def new_cache(self, batch: int) -> LatentCache:
         """An empty cache for ``batch`` sequences."""
-        _check_positive_int("batch", batch)
+        check_positive_int("batch", batch)
         return LatentCache(np.zeros((batch, 0, self.latent_width)), np.zeros((batch, 0, self.rope_width)))
 
     def decode(self, x_new: Array, cache: LatentCache) -> Array:

@@ -17,6 +17,19 @@ def check_int(name: str, value: Any) -> None:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
 
 
+def check_positive_int(name: str, value: Any, hint: str = "") -> None:
+    """``TypeError`` unless ``value`` is an integer, ``ValueError`` unless it is positive."""
+    check_int(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {name}={value}{hint}")
+
+
+def divisors(n: int) -> list[int]:
+    """The positive divisors of ``n``, smallest first: the valid ``h`` for ``D = n``, or ``h_kv`` for ``h = n``."""
+    check_positive_int("n", n)
+    return [m for m in range(1, int(n) + 1) if n % m == 0]
+
+
 def check_layer_sizes(width: int, heads: int) -> None:
     """``ValueError`` unless ``width > 0``, ``heads > 0`` and ``width % heads == 0``."""
     for name, value in (("width", width), ("heads", heads)):
@@ -26,10 +39,9 @@ def check_layer_sizes(width: int, heads: int) -> None:
     if heads <= 0:
         raise ValueError(f"heads (h) must be positive, got heads={heads}")
     if width % heads != 0:
-        divisors = [n for n in range(1, width + 1) if width % n == 0]
         raise ValueError(
             f"width D={width} is not divisible by heads h={heads}: every head needs the same width "
-            f"d_h = D / h. Choose heads from the divisors of {width}: {divisors}"
+            f"d_h = D / h. Choose heads from the divisors of {width}: {divisors(width)}"
         )
 
 

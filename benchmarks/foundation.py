@@ -12,7 +12,7 @@ Measures, each in a fresh subprocess started from the repository root:
     start-up, which (b) pays once per notebook);
 (c) the time of ``import lessons_lib`` in a fresh interpreter, timed with ``time.perf_counter``
     around the import inside the subprocess, median of ``--import-repeats`` runs, target <= 0.15 s.
-    ``import lessons_lib.numpy_core`` (which loads NumPy) is reported alongside for information.
+    ``import lessons_lib.mha_numpy`` (which loads NumPy) is reported alongside for information.
 
 Timings depend on the machine and on what else runs on it, so the 1-minute load average is printed too.
 """
@@ -120,8 +120,8 @@ def bench_import(repeats: int) -> bool:
     print(f"(c) import time in a fresh interpreter, median of {repeats} (target <= {IMPORT_TARGET_S} s):")
     package = statistics.median(import_seconds("lessons_lib") for _ in range(repeats))
     print(f"    import lessons_lib                       {package:.4f} s  {verdict(package, IMPORT_TARGET_S)}")
-    core = statistics.median(import_seconds("lessons_lib.numpy_core") for _ in range(repeats))
-    print(f"    import lessons_lib.numpy_core (+ NumPy)  {core:.4f} s  (information)")
+    core = statistics.median(import_seconds("lessons_lib.mha_numpy") for _ in range(repeats))
+    print(f"    import lessons_lib.mha_numpy (+ NumPy)  {core:.4f} s  (information)")
     return package <= IMPORT_TARGET_S
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.efficient import tiled_attention
-from lessons_lib.numpy_core import attention
+from lessons_lib.mha_numpy import attention
 
 B, H, T, S, D_H = 1, 8, 2048, 2048, 64
 BLOCK, QUERY_BLOCK = 256, 256

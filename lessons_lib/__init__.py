@@ -1,19 +1,25 @@
-"""Helpers for the Several Heads notebooks.
+"""Helpers for the Several Heads notebooks: one module per concept, NumPy and PyTorch twins side by side.
 
-Modules, by the lesson that introduces them:
+The map, lesson by lesson (``*_numpy`` and ``*_torch`` twins mirror each other line for line):
 
-- `numpy_core` (01-03): attention, split/merge heads, the `MultiHead` layer in NumPy.
-- `torch_core` (03): the same in PyTorch (imports torch; import it explicitly).
-- `validation`: the argument checks both share, so both give the same error messages.
-- `toy_task`, `heads`, `plotting.heads`, `widgets.heads` (04): the trained toy layer, per-head
-  maps and re-slicing, their drawings and widgets.
-- `gqa`, `gqa_torch`, `kv_cache`, `decoding`, `plotting.kv`, `widgets.kv` (05): grouped-query
-  attention, model presets and cache sizes, incremental decoding with a KV cache.
-- `rope`, `mla` (06): rotary positions and multi-head latent attention.
-- `efficient` (07): online softmax and tiled attention.
-- `checks`: the Quick check at the end of each lesson (`checks.lesson01` ... `checks.lesson07`).
+- 01 one head, 02 splitting into heads, 03 concatenate and project:
+  `mha_numpy` / `mha_torch`: ``softmax``, ``causal_mask``, ``attention``, ``split_heads``,
+  ``merge_heads``, ``init_weights`` and the ``MultiHead`` layer.
+- 04 inspecting heads: `inspect_heads` (the trained toy layer, per-head maps, re-slicing, cost),
+  `toy_task` (its data and training run), `plotting.attention_maps`, `widgets.head_widgets`.
+- 05 grouped-query attention: `gqa_numpy` / `gqa_torch` (``GroupedQueryAttention``, ``repeat_kv``,
+  ``from_multihead``), `kv_cache` (byte maths, model presets, the ``KVCache`` class, decoding loops),
+  `plotting.cache_charts`, `widgets.cache_widgets`.
+- 06 latent attention: `rope` (rotary positions), `mla` (``LatentAttention``, NumPy only).
+- 07 efficient attention: `efficient` (online softmax, tiled attention; NumPy only).
+- Every lesson: `checks.<lesson topic>` holds its Quick-check functions (``checks.one_head`` for
+  ``01_one_head.ipynb``, ...); `checks.common` the answer parsing and ``Verdict`` they share.
+- `widgets.base` is the interface every widget shares; `validation` holds the argument checks every
+  public function runs once at its boundary (internal: lessons never import it).
 
-``import lessons_lib`` loads NumPy only, so NumPy-only lessons never pay for importing torch.
+Every layer can be built from a seed (``MultiHead(D, h, seed=0)``) or from given weights
+(``MultiHead.from_weights(...)``): NumPy weights are ``(in, out)``, PyTorch weights ``(out, in)`` as
+in ``nn.Linear``. ``import lessons_lib`` loads nothing heavy; only the ``*_torch`` modules import torch.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,6 +1,6 @@
 """Online softmax and tiled attention in NumPy (lesson 07).
 
-`numpy_core.attention` materialises scores and weights of shape ``(..., T, S)``: ``B*h*T*S``
+`mha_numpy.attention` materialises scores and weights of shape ``(..., T, S)``: ``B*h*T*S``
 numbers each for a multi-head layer. Tiled attention visits the keys in blocks of ``block_size``
 and keeps, per query row, only a running maximum ``m``, a running sum ``l`` of ``exp(score - m)``
 and a running weighted sum of values. When a block raises the maximum from ``m`` to ``m_new``,
@@ -21,15 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import (
-    check_bool_mask,
-    check_float,
-    check_int,
-    check_qkv,
-    check_rank,
-    empty_rows_message,
-    mask_shape,
-)
+from lessons_lib.validation import check_array, check_int, check_qkv
 
 __all__ = ["OnlineStep", "online_softmax", "online_softmax_trace", "tiled_attention"]
 
@@ -37,13 +29,9 @@ Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
 
 
-def _check_block(name: str, value: int) -> None:
-    check_int(name, value)
-    if value <= 0:
-        raise ValueError(
-            f"{name} must be a positive number of positions per block, got {name}={value}; "
-            f"use 1 for one position at a time, or a value >= S for a single block"
-        )
+def _check_block(name: str, value: int) -> int:
+    """A positive number of positions per block (1: one at a time; >= S: a single block)."""
+    return check_int(name, value)
 
 
 @dataclass(frozen=True)
@@ -77,12 +65,11 @@ def online_softmax(scores: Array, block_size: int) -> Array:
     """Softmax over the last axis of ``scores (..., S)``, reading it ``block_size`` entries at a time.
 
     The first pass streams over blocks keeping the running max and running sum; the second pass
-    normalises. Equal to `numpy_core.softmax`. ``-inf`` entries get weight 0; a row of only ``-inf``
+    normalises. Equal to `mha_numpy.softmax`. ``-inf`` entries get weight 0; a row of only ``-inf``
     raises ``ValueError`` (its softmax would be 0/0).
     """
-    check_float("scores", scores)
-    check_rank("scores", scores.shape, 1, "(..., S)")
-    _check_block("block_size", block_size)
+    check_array("scores", scores, "numpy", "(..., S)")
+    block_size = _check_block("block_size", block_size)
     S = scores.shape[-1]
     running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)
     running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)
@@ -95,9 +82,8 @@ def online_softmax(scores: Array, block_size: int) -> Array:
 
 def online_softmax_trace(row: Array, block_size: int) -> list[OnlineStep]:
     """The running max and running sum after each block, for one row ``(S,)`` of scores."""
-    check_float("row", row)
-    check_rank("row", row.shape, 1, "(S,)", exact=True)
-    _check_block("block_size", block_size)
+    check_array("row", row, "numpy", "(S)")
+    block_size = _check_block("block_size", block_size)
     running_max, running_sum = np.array(-np.inf), np.array(0.0)
     steps = []
     for index, start in enumerate(range(0, row.shape[0], block_size)):
@@ -107,7 +93,7 @@ def online_softmax_trace(row: Array, block_size: int) -> list[OnlineStep]:
     return steps
 
 
-def _tile(
+def _stream_keys(
     q: Array, k: Array, v: Array, allowed: Mask | None, block_size: int, scale: float
 ) -> Array:
     """Attention of the query rows in ``q (..., t, d)`` streaming over key blocks; ``(..., t, d_v)``."""
@@ -150,27 +136,22 @@ def tiled_attention(
         query_block_size: queries processed together (``None``: all ``T`` at once).
 
     Returns:
-        ``output (..., T, d_v)``, equal to ``numpy_core.attention(q, k, v, allowed)[0]``.
+        ``output (..., T, d_v)``, equal to ``mha_numpy.attention(q, k, v, allowed)[0]``.
         There are no weights to return: they never exist as one array.
 
     Raises:
         ValueError: bad shapes, a block size <= 0, or a query row with no allowed position.
     """
-    check_qkv(q, k, v, "numpy")  # the same checks as numpy_core.attention
-    _check_block("block_size", block_size)
+    check_qkv(q, k, v, allowed, "numpy")  # the same checks as mha_numpy.attention, mask included
+    block_size = _check_block("block_size", block_size)
     if query_block_size is not None:
-        _check_block("query_block_size", query_block_size)
+        query_block_size = _check_block("query_block_size", query_block_size)
     batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    T, S = q.shape[-2], k.shape[-2]
-    if allowed is not None:
-        check_bool_mask(allowed, "numpy")
-        mask_shape(allowed.shape, batch_shape + (T, S))
-        if not np.all(np.any(allowed, axis=-1)):  # checked on the mask as given: no (..., T, S) copy
-            raise ValueError(empty_rows_message())
+    T = q.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1])
     q_step = T if query_block_size is None else query_block_size
     if q_step >= T:
-        return _tile(q, k, v, allowed, block_size, scale)
+        return _stream_keys(q, k, v, allowed, block_size, scale)
     out = np.empty(batch_shape + (T, v.shape[-1]), dtype=np.result_type(q, k, v))
     for start in range(0, T, q_step):
         stop = min(start + q_step, T)
@@ -178,5 +159,5 @@ def tiled_attention(
         if allowed is not None:
             shared_rows = allowed.ndim < 2 or allowed.shape[-2] == 1  # one mask row for every query
             rows_mask = allowed if shared_rows else allowed[..., start:stop, :]
-        out[..., start:stop, :] = _tile(q[..., start:stop, :], k, v, rows_mask, block_size, scale)
+        out[..., start:stop, :] = _stream_keys(q[..., start:stop, :], k, v, rows_mask, block_size, scale)
     return out

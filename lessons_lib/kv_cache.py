@@ -1,26 +1,44 @@
-"""The KV cache: how many bytes decoding keeps for every earlier token (lesson 05).
+"""The KV cache (lesson 05): its size in bytes, real models' sizes, and decoding with a real cache.
 
 Notation (see SYLLABUS.md): ``h`` query heads, ``h_kv`` key/value heads, ``g = h / h_kv`` query
-heads per key/value head, ``d_h`` head width.
+heads per key/value head, ``d_h`` head width, ``B`` batch, ``T`` tokens.
 
-Pure Python (no NumPy), so a memory calculator never pays for importing an array library.
-`MODELS` holds the attention sizes of a few released models, each read from the model's official
-``config.json`` on the Hugging Face hub (the URL is kept in ``source``).
+- Byte maths: `kv_cache_bytes`, `attention_kind`, `kv_head_options`, `format_bytes`.
+- Presets: `MODELS` holds the attention sizes of a few released models, each read from the model's
+  official ``config.json`` on the Hugging Face hub (the URL is kept in ``source``); `cache_bytes`,
+  `cache_per_token` and `ladder` apply the byte maths to them.
+- Decoding: `KVCache` keeps every earlier token's keys and values per layer; `decode_step` and
+  `decode_incrementally` run a toy decoder (a stack of `gqa_numpy.GroupedQueryAttention` layers
+  with residual connections, ``x <- x + layer(x)``) token by token with the cache, and
+  `decode_causal` runs it over the whole sequence at once without one: the outputs agree.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from lessons_lib.validation import check_int, check_positive_int, divisors
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.gqa_numpy import GroupedQueryAttention
+from lessons_lib.mha_numpy import causal_mask
+from lessons_lib.validation import check_array, check_int, divisors, group_size, head_width
+
+Array = NDArray[np.floating[Any]]
 
 __all__ = [
     "MODELS",
+    "KVCache",
     "ModelPreset",
     "attention_kind",
     "cache_bytes",
     "cache_per_token",
-    "check_kv_heads",
+    "decode_causal",
+    "decode_incrementally",
+    "decode_step",
     "format_bytes",
     "kv_cache_bytes",
     "kv_head_options",
@@ -28,62 +46,42 @@ __all__ = [
 ]
 
 
+# ----- byte maths ----------------------------------------------------------------------------
 def kv_cache_bytes(
-    layers: int,
-    kv_heads: int,
-    head_dim: int,
-    tokens: int = 1,
-    batch: int = 1,
-    bytes_per_element: int = 2,
+    layers: int, kv_heads: int, head_dim: int, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2
 ) -> int:
     """Bytes of cached keys and values: ``2 (K and V) x layers x h_kv x d_h x tokens x batch x bytes``.
 
-    ``bytes_per_element`` is 2 for float16/bfloat16, 4 for float32, 1 for an 8-bit cache.
+    ``bytes_per_element`` is 2 for float16/bfloat16, 4 for float32, 1 for an 8-bit cache. Exact for
+    any integer type (NumPy integers are converted to Python ints first, so nothing overflows).
     """
-    sizes = {
-        "layers": layers,
-        "kv_heads": kv_heads,
-        "head_dim": head_dim,
-        "tokens": tokens,
-        "batch": batch,
-        "bytes_per_element": bytes_per_element,
-    }
-    for name, value in sizes.items():
-        check_positive_int(name, value)
-    return 2 * layers * kv_heads * head_dim * tokens * batch * bytes_per_element
+    sizes = dict(layers=layers, kv_heads=kv_heads, head_dim=head_dim, tokens=tokens, batch=batch,
+                 bytes_per_element=bytes_per_element)
+    return 2 * math.prod(check_int(name, value) for name, value in sizes.items())
 
 
 def kv_head_options(heads: int) -> list[int]:
     """Every valid ``h_kv`` for ``h`` query heads: the positive divisors of ``h``, smallest first."""
-    check_int("heads", heads)
-    if heads <= 0:
-        raise ValueError(f"heads (h) must be positive, got heads={heads}")
-    return divisors(heads)
-
-
-def check_kv_heads(heads: int, kv_heads: int) -> None:
-    """``ValueError`` unless ``kv_heads`` (h_kv) is a positive divisor of ``heads`` (h).
-
-    Every key/value head must serve the same number ``g = h / h_kv`` of query heads.
-    """
-    options = kv_head_options(heads)
-    check_int("kv_heads", kv_heads)
-    if kv_heads not in options:
-        raise ValueError(
-            f"kv_heads h_kv={kv_heads} must be a positive divisor of heads h={heads}, so that each "
-            f"key/value head serves the same number g = h / h_kv of query heads. "
-            f"Valid choices for h={heads}: {options}"
-        )
+    return divisors(check_int("heads", heads, symbol="h"))
 
 
 def attention_kind(heads: int, kv_heads: int) -> str:
     """``"MHA"`` if ``h_kv == h``, ``"MQA"`` if ``h_kv == 1``, otherwise ``"GQA"``."""
-    check_kv_heads(heads, kv_heads)
-    if kv_heads == heads:
-        return "MHA"
-    return "MQA" if kv_heads == 1 else "GQA"
+    g = group_size(heads, kv_heads)
+    return "MHA" if g == 1 else "MQA" if kv_heads == 1 else "GQA"
 
 
+def format_bytes(n: int) -> str:
+    """Binary units with up to three decimals: ``524288 -> '512 KiB'``, ``2**31 -> '2 GiB'``."""
+    value = float(check_int("n", n, low=0))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.3f}".rstrip("0").rstrip(".") + f" {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+# ----- presets -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelPreset:
     """The attention sizes of one released model, copied from its official ``config.json``.
@@ -100,11 +98,8 @@ class ModelPreset:
     source: str
 
     def __post_init__(self) -> None:
-        if self.hidden_size % self.heads != 0:
-            raise ValueError(
-                f"{self.name}: hidden_size {self.hidden_size} is not divisible by heads {self.heads}"
-            )
-        check_kv_heads(self.heads, self.kv_heads)
+        head_width(self.hidden_size, self.heads)
+        group_size(self.heads, self.kv_heads)
 
     @property
     def head_dim(self) -> int:
@@ -138,55 +133,134 @@ MODELS: dict[str, ModelPreset] = {
 }
 
 
-def cache_per_token(preset: ModelPreset, kv_heads: int | None = None, bytes_per_element: int = 2) -> int:
-    """Bytes one token adds to ``preset``'s cache (all layers, K and V).
+def cache_bytes(
+    preset: ModelPreset, tokens: int, batch: int = 1, kv_heads: int | None = None, bytes_per_element: int = 2
+) -> int:
+    """Bytes of ``preset``'s cache for ``batch`` sequences of ``tokens`` tokens each.
 
     ``kv_heads`` replaces the model's own ``h_kv`` (``None`` keeps it); ``kv_heads=preset.heads``
     gives the MHA-equivalent: what the cache would take if every query head had its own K and V.
     """
-    return cache_bytes(preset, tokens=1, kv_heads=kv_heads, bytes_per_element=bytes_per_element)
-
-
-def cache_bytes(
-    preset: ModelPreset,
-    tokens: int,
-    batch: int = 1,
-    kv_heads: int | None = None,
-    bytes_per_element: int = 2,
-) -> int:
-    """Bytes of ``preset``'s cache for ``batch`` sequences of ``tokens`` tokens each."""
     kv_heads = preset.kv_heads if kv_heads is None else kv_heads
-    check_kv_heads(preset.heads, kv_heads)
+    group_size(preset.heads, kv_heads)
     return kv_cache_bytes(preset.layers, kv_heads, preset.head_dim, tokens, batch, bytes_per_element)
 
 
+def cache_per_token(preset: ModelPreset, kv_heads: int | None = None, bytes_per_element: int = 2) -> int:
+    """Bytes one token adds to ``preset``'s cache (all layers, K and V); see `cache_bytes`."""
+    return cache_bytes(preset, tokens=1, kv_heads=kv_heads, bytes_per_element=bytes_per_element)
+
+
 def ladder(
-    preset: ModelPreset,
-    kv_heads: int | None = None,
-    tokens: int = 1,
-    batch: int = 1,
-    bytes_per_element: int = 2,
+    preset: ModelPreset, kv_heads: int | None = None, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2
 ) -> list[tuple[str, int, int]]:
     """Three rows ``(label, h_kv, bytes)``: MHA (``h_kv = h``), the chosen ``h_kv``, MQA (``h_kv = 1``).
 
     ``kv_heads`` defaults to the model's own. The label of the middle row names its kind.
     """
-    chosen = preset.kv_heads if kv_heads is None else kv_heads
-    check_kv_heads(preset.heads, chosen)
+    chosen = preset.kv_heads if kv_heads is None else int(kv_heads)
     rows = [("MHA", preset.heads), (f"chosen ({attention_kind(preset.heads, chosen)})", chosen), ("MQA", 1)]
-    return [
-        (label, n, cache_bytes(preset, tokens, batch, kv_heads=n, bytes_per_element=bytes_per_element))
-        for label, n in rows
-    ]
+    return [(label, n, cache_bytes(preset, tokens, batch, n, bytes_per_element)) for label, n in rows]
 
 
-def format_bytes(n: int) -> str:
-    """Binary units with up to three decimals: ``524288 -> '512 KiB'``, ``2**31 -> '2 GiB'``."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative int number of bytes, got {n!r}")
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.3f}".rstrip("0").rstrip(".") + f" {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+# ----- decoding with a real cache ------------------------------------------------------------
+class KVCache:
+    """Keys and values of every token seen so far, one pair of arrays per layer.
+
+    ``keys[l]`` and ``values[l]`` are ``(B, h_kv, t, d_h)`` after ``t`` tokens (``None`` before
+    the first). `append` adds the new tokens' K and V along the token axis.
+    """
+
+    def __init__(self, layers: int) -> None:
+        layers = check_int("layers", layers)
+        self.keys: list[Array | None] = [None] * layers
+        self.values: list[Array | None] = [None] * layers
+
+    @property
+    def layers(self) -> int:
+        return len(self.keys)
+
+    def __len__(self) -> int:
+        """Number of cached tokens ``t`` (taken from layer 0)."""
+        first = self.keys[0]
+        return 0 if first is None else int(first.shape[2])
+
+    def append(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
+        """Add ``k, v (B, h_kv, t_new, d_h)`` to layer ``layer``; return the full ``(B, h_kv, t, d_h)``."""
+        layer = check_int("layer", layer, low=0, high=self.layers - 1)
+        check_array("k", k, "numpy", "(B, h_kv, t_new, d_h)")
+        if v.shape != k.shape:
+            raise ValueError(f"k and v must have the same shape, got k {k.shape} and v {v.shape}")
+        old_k, old_v = self.keys[layer], self.values[layer]
+        if old_k is None or old_v is None:
+            self.keys[layer], self.values[layer] = k, v
+            return k, v
+        if old_k.shape[:2] + old_k.shape[3:] != k.shape[:2] + k.shape[3:]:
+            raise ValueError(
+                f"new k {k.shape} does not fit the cache of layer {layer}, which holds "
+                f"(B, h_kv, t, d_h) = {old_k.shape}: B, h_kv and d_h must match"
+            )
+        full_k = np.concatenate([old_k, k], axis=2)  # (B, h_kv, t + t_new, d_h)
+        full_v = np.concatenate([old_v, v], axis=2)  # (B, h_kv, t + t_new, d_h)
+        self.keys[layer], self.values[layer] = full_k, full_v
+        return full_k, full_v
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: every layer's keys and values."""
+        return sum(a.nbytes for a in (*self.keys, *self.values) if a is not None)
+
+    def __repr__(self) -> str:
+        return f"KVCache(layers={self.layers}, tokens={len(self)}, nbytes={self.nbytes})"
+
+
+def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array) -> None:
+    if len(layers) == 0:
+        raise ValueError("layers must hold at least one GroupedQueryAttention layer")
+    check_array("x", x, "numpy", "(B, T, D)")
+
+
+def decode_step(layers: Sequence[GroupedQueryAttention], x_new: Array, cache: KVCache) -> Array:
+    """Run ``x_new (B, t_new, D)``, the next ``t_new`` tokens, through the stack; fill ``cache``.
+
+    Each layer appends the new tokens' K and V to its cache entry, then the new queries attend to
+    all cached tokens under a causal mask (new token ``i`` sees every earlier token and itself).
+    ``t_new > 1`` processes a prompt in one go ("prefill"); ``t_new = 1`` is one decoding step.
+    Returns the stack's output for the new tokens, ``(B, t_new, D)``.
+    """
+    _check_stack(layers, x_new)
+    if cache.layers != len(layers):
+        raise ValueError(f"cache has {cache.layers} layers but the stack has {len(layers)}")
+    t_new = x_new.shape[1]
+    for index, layer in enumerate(layers):
+        k_new, v_new = layer.keys_values(x_new)  # (B, h_kv, t_new, d_h) each
+        k, v = cache.append(index, k_new, v_new)  # (B, h_kv, t, d_h) each
+        allowed = causal_mask(t_new, k.shape[2])  # (t_new, t): the new tokens are the last ones
+        out, _ = layer.attend(x_new, k, v, allowed)  # (B, t_new, D)
+        x_new = x_new + out  # residual connection
+    return x_new
+
+
+def decode_incrementally(layers: Sequence[GroupedQueryAttention], x: Array, prompt: int = 1) -> tuple[Array, KVCache]:
+    """Feed ``x (B, T, D)`` through the stack: the first ``prompt`` tokens at once, then one by one.
+
+    Returns ``(output (B, T, D), cache)``; the cache ends up holding all ``T`` tokens.
+    """
+    _check_stack(layers, x)
+    T = x.shape[1]
+    prompt = check_int("prompt", prompt, low=1, high=T)
+    cache = KVCache(len(layers))
+    outputs = [decode_step(layers, x[:, :prompt], cache)]
+    for t in range(prompt, T):
+        outputs.append(decode_step(layers, x[:, t : t + 1], cache))  # one token: (B, 1, D)
+    return np.concatenate(outputs, axis=1), cache  # (B, T, D)
+
+
+def decode_causal(layers: Sequence[GroupedQueryAttention], x: Array) -> Array:
+    """The same stack over the whole sequence at once, with a causal mask and no cache: ``(B, T, D)``."""
+    _check_stack(layers, x)
+    allowed = causal_mask(x.shape[1])  # (T, T)
+    for layer in layers:
+        out, _ = layer(x, allowed=allowed)
+        x = x + out  # residual connection
+    return x

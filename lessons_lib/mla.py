@@ -43,15 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.numpy_core import attention, causal_mask, softmax
+from lessons_lib.mha_numpy import _attention, causal_mask, softmax
 from lessons_lib.rope import apply_rope
-from lessons_lib.validation import (
-    check_float,
-    check_positive_int,
-    check_rank,
-    empty_rows_message,
-    layer_mask,
-)
+from lessons_lib.validation import check_array, check_int, check_weight, check_width, layer_mask
 
 __all__ = ["LatentAttention", "LatentCache", "mla_cache_bytes"]
 
@@ -73,17 +67,10 @@ def mla_cache_bytes(
     token and layer serve every head's keys *and* values. ``bytes_per_element=1`` counts elements.
     Compare with `lessons_lib.kv_cache.kv_cache_bytes` (``2 x layers x h_kv x d_h x ...``).
     """
-    sizes = {
-        "layers": layers,
-        "latent_width": latent_width,
-        "rope_width": rope_width,
-        "tokens": tokens,
-        "batch": batch,
-        "bytes_per_element": bytes_per_element,
-    }
-    for name, value in sizes.items():
-        check_positive_int(name, value)
-    return layers * (latent_width + rope_width) * tokens * batch * bytes_per_element
+    sizes = dict(layers=layers, latent_width=latent_width, rope_width=rope_width, tokens=tokens, batch=batch,
+                 bytes_per_element=bytes_per_element)
+    layers, d_c, d_rope, tokens, batch, size = (check_int(name, value) for name, value in sizes.items())
+    return layers * (d_c + d_rope) * tokens * batch * size
 
 
 @dataclass
@@ -127,10 +114,12 @@ class LatentAttention:
         heads: number of heads ``h``.
         latent_width: ``d_c`` [kv_lora_rank], the cached latent per token.
         rope_width: ``d_rope`` [qk_rope_head_dim], even (RoPE rotates pairs).
-        head_width: ``d_nope`` [qk_nope_head_dim]; defaults to ``D // h``.
-        value_width: ``d_v`` [v_head_dim]; defaults to ``head_width``.
+        nope_width: ``d_nope`` [qk_nope_head_dim]; defaults to ``D // h``.
+        value_width: ``d_v`` [v_head_dim]; defaults to ``nope_width``.
         seed: seed of the NumPy stream the weights are drawn from.
         base: RoPE base (10000).
+
+    `LatentAttention.from_weights` builds one from given weights instead (sizes read from their shapes).
     """
 
     def __init__(
@@ -139,32 +128,26 @@ class LatentAttention:
         heads: int,
         latent_width: int,
         rope_width: int,
-        head_width: int | None = None,
+        nope_width: int | None = None,
         value_width: int | None = None,
         seed: int = 0,
         base: float = 10000.0,
     ) -> None:
-        check_positive_int("width", width)
-        check_positive_int("heads", heads)
-        head_width = width // heads if head_width is None else head_width
-        value_width = head_width if value_width is None else value_width
-        check_positive_int("head_width", head_width, " (with the default d_nope = D // h, make heads <= width)")
-        check_positive_int("value_width", value_width)
-        check_positive_int("latent_width", latent_width)
-        check_positive_int("rope_width", rope_width)
-        if rope_width % 2 != 0:
-            raise ValueError(f"rope_width (d_rope) must be even because RoPE rotates pairs, got {rope_width}")
-        self.width, self.heads = width, heads
-        self.latent_width, self.rope_width = latent_width, rope_width
-        self.head_width, self.value_width = head_width, value_width
-        self.base = base
+        D, h = check_int("width", width, symbol="D"), check_int("heads", heads, symbol="h")
+        if nope_width is None and h > D:
+            raise ValueError(f"heads h={h} > width D={D} leaves the default d_nope = D // h at 0; pass nope_width")
+        d_n = D // h if nope_width is None else check_int("nope_width", nope_width, symbol="d_nope")
+        d_v = d_n if value_width is None else check_int("value_width", value_width, symbol="d_v")
+        d_c = check_int("latent_width", latent_width, symbol="d_c")
+        d_r = check_int("rope_width", rope_width, symbol="d_rope")
+        if d_r % 2 != 0:
+            raise ValueError(f"rope_width (d_rope) must be even because RoPE rotates pairs, got {d_r}")
         rng = np.random.default_rng(seed)
 
         def draw(shape: tuple[int, ...], fan_in: int) -> NDArray[np.float64]:
             bound = 1.0 / math.sqrt(fan_in)
             return rng.uniform(-bound, bound, size=shape)
 
-        D, h, d_c, d_r, d_n, d_v = width, heads, latent_width, rope_width, head_width, value_width
         self.w_dkv = draw((D, d_c), D)
         self.w_uk = draw((h, d_c, d_n), d_c)
         self.w_uv = draw((h, d_c, d_v), d_c)
@@ -172,22 +155,63 @@ class LatentAttention:
         self.w_q = draw((h, D, d_n), D)
         self.w_qr = draw((h, D, d_r), D)
         self.w_o = draw((h, d_v, D), h * d_v)
+        self.base = float(base)
+
+    @classmethod
+    def from_weights(
+        cls,
+        w_dkv: Array,
+        w_uk: Array,
+        w_uv: Array,
+        w_kr: Array,
+        w_q: Array,
+        w_qr: Array,
+        w_o: Array,
+        base: float = 10000.0,
+    ) -> LatentAttention:
+        """A layer holding the given float64 arrays (kept, not copied), shaped as in the module docstring.
+
+        ``D, d_c`` come from ``w_dkv (D, d_c)``, ``h, d_nope`` from ``w_uk (h, d_c, d_nope)``, ``d_v``
+        from ``w_uv``, ``d_rope`` from ``w_kr (D, d_rope)``; every other shape must agree.
+        """
+        check_array("w_dkv", w_dkv, "numpy", "(D, d_c)", np.float64)
+        check_array("w_uk", w_uk, "numpy", "(h, d_c, d_nope)", np.float64)
+        check_array("w_uv", w_uv, "numpy", "(h, d_c, d_v)", np.float64)
+        check_array("w_kr", w_kr, "numpy", "(D, d_rope)", np.float64)
+        (D, d_c), (h, _, d_n), d_v, d_r = w_dkv.shape, w_uk.shape, w_uv.shape[-1], w_kr.shape[-1]
+        expected = {
+            "w_uk": (w_uk, (h, d_c, d_n), "(h, d_c, d_nope)"),
+            "w_uv": (w_uv, (h, d_c, d_v), "(h, d_c, d_v)"),
+            "w_kr": (w_kr, (D, d_r), "(D, d_rope)"),
+            "w_q": (w_q, (h, D, d_n), "(h, D, d_nope)"),
+            "w_qr": (w_qr, (h, D, d_r), "(h, D, d_rope)"),
+            "w_o": (w_o, (h, d_v, D), "(h, d_v, D)"),
+        }
+        for name, (weight, shape, layout) in expected.items():
+            check_weight(name, weight, shape, "numpy", layout)
+            check_array(name, weight, "numpy", layout, np.float64)
+        if d_r % 2 != 0:
+            raise ValueError(f"w_kr's width d_rope must be even because RoPE rotates pairs, got {d_r}")
+        layer = cls.__new__(cls)
+        layer.w_dkv, layer.w_uk, layer.w_uv, layer.w_kr = w_dkv, w_uk, w_uv, w_kr
+        layer.w_q, layer.w_qr, layer.w_o, layer.base = w_q, w_qr, w_o, float(base)
+        return layer
+
+    # Sizes, read from the weights so they can never disagree with them.
+    width = property(lambda self: int(self.w_dkv.shape[0]), doc="``D``")
+    heads = property(lambda self: int(self.w_uk.shape[0]), doc="``h``")
+    latent_width = property(lambda self: int(self.w_dkv.shape[1]), doc="``d_c``")
+    nope_width = property(lambda self: int(self.w_uk.shape[2]), doc="``d_nope``")
+    value_width = property(lambda self: int(self.w_uv.shape[2]), doc="``d_v``")
+    rope_width = property(lambda self: int(self.w_kr.shape[1]), doc="``d_rope``")
 
     # ----- pieces shared by both routes -------------------------------------------------------
-    def _check_x(self, name: str, x: Array) -> tuple[int, int]:
-        check_float(name, x)
-        if x.dtype != np.float64:
-            raise TypeError(
-                f"{name} has dtype {x.dtype} but LatentAttention computes in float64; convert the input "
-                f"with {name}.astype(np.float64)"
-            )
-        check_rank(name, x.shape, 3, "(B, T, D)", exact=True)
-        if x.shape[-1] != self.width:
-            raise ValueError(
-                f"{name} has width {x.shape[-1]} on its last axis but the layer width D is {self.width}; "
-                f"make sure the last axis holds the features (got shape {tuple(x.shape)})"
-            )
-        return int(x.shape[0]), int(x.shape[1])
+    def _check_x(self, name: str, x: Array, allowed: Mask | None = None) -> tuple[int, int, Mask | None]:
+        """``x (B, T, D)`` in float64 and an optional self-attention mask; returns ``(B, T, mask)``."""
+        check_array(name, x, "numpy", "(B, T, D)", np.float64)
+        check_width(name, tuple(x.shape), self.width)
+        B, T = int(x.shape[0]), int(x.shape[1])
+        return B, T, layer_mask(allowed, B, self.heads, T, T, "numpy")
 
     def compress(self, x: Array, positions: NDArray[np.integer]) -> tuple[Array, Array]:
         """What the cache stores: ``latent (B, S, d_c)`` and the rotated ``rope_key (B, S, d_rope)``."""
@@ -201,23 +225,14 @@ class LatentAttention:
         q_rope = np.einsum("btd,hdr->bhtr", x, self.w_qr)  # -> (B, h, T, d_rope)
         return q, apply_rope(q_rope, positions, self.base)
 
-    def _prepare_mask(self, allowed: Mask | None, B: int, T: int, S: int) -> Mask | None:
-        if allowed is None:
-            return None
-        allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")  # -> broadcastable to (B, h, T, S)
-        if not np.all(np.any(allowed, axis=-1)):
-            raise ValueError(empty_rows_message())
-        return allowed
-
     # ----- the explicit route: rebuild every head's K and V -----------------------------------
     def explicit(self, x: Array, allowed: Mask | None = None) -> tuple[Array, Array]:
         """Self-attention over ``x (B, T, D)`` rebuilding per-head K, V from the latent.
 
         Returns ``(output (B, T, D), weights (B, h, T, T))``.
         """
-        B, T = self._check_x("x", x)
+        B, T, mask = self._check_x("x", x, allowed)
         positions = np.arange(T)
-        mask = self._prepare_mask(allowed, B, T, T)
         latent, rope_key = self.compress(x, positions)
         q, q_rope = self.queries(x, positions)
         k = np.einsum("bsc,hcn->bhsn", latent, self.w_uk)  # (B, S, d_c) x (h, d_c, d_nope) -> (B, h, S, d_nope)
@@ -225,7 +240,7 @@ class LatentAttention:
         k_rope = np.broadcast_to(rope_key[:, None], (B, self.heads, T, self.rope_width))  # shared by heads
         q_full = np.concatenate([q, q_rope], axis=-1)  # (B, h, T, d_nope + d_rope)
         k_full = np.concatenate([k, k_rope], axis=-1)  # (B, h, S, d_nope + d_rope)
-        heads_out, weights = attention(q_full, k_full, v, mask)  # (B, h, T, d_v), (B, h, T, S)
+        heads_out, weights = _attention(q_full, k_full, v, mask)  # (B, h, T, d_v), (B, h, T, S)
         return np.einsum("bhtv,hvd->btd", heads_out, self.w_o), weights  # -> (B, T, D)
 
     # ----- the absorbed route: attend against the latent --------------------------------------
@@ -250,7 +265,7 @@ class LatentAttention:
         scores = (
             q_latent @ np.swapaxes(cache.latent, -1, -2)[:, None]  # (B, h, T, d_c) @ (B, 1, d_c, S)
             + q_rope @ np.swapaxes(cache.rope_key, -1, -2)[:, None]  # (B, h, T, d_rope) @ (B, 1, d_rope, S)
-        ) / math.sqrt(self.head_width + self.rope_width)  # -> (B, h, T, S)
+        ) / math.sqrt(self.nope_width + self.rope_width)  # -> (B, h, T, S)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         weights = softmax(scores, axis=-1)
@@ -259,9 +274,8 @@ class LatentAttention:
 
     def absorbed(self, x: Array, allowed: Mask | None = None) -> tuple[Array, Array]:
         """Same as `explicit`, computed against the latent with the absorbed weights."""
-        B, T = self._check_x("x", x)
+        _, T, mask = self._check_x("x", x, allowed)
         positions = np.arange(T)
-        mask = self._prepare_mask(allowed, B, T, T)
         cache = LatentCache(*self.compress(x, positions))
         return self._attend_latent(x, positions, cache, mask)
 
@@ -272,7 +286,7 @@ class LatentAttention:
     # ----- decoding with the latent cache -----------------------------------------------------
     def new_cache(self, batch: int) -> LatentCache:
         """An empty cache for ``batch`` sequences."""
-        check_positive_int("batch", batch)
+        batch = check_int("batch", batch, symbol="B")
         return LatentCache(np.zeros((batch, 0, self.latent_width)), np.zeros((batch, 0, self.rope_width)))
 
     def decode(self, x_new: Array, cache: LatentCache) -> Array:
@@ -280,7 +294,7 @@ class LatentAttention:
 
         The new tokens sit at positions ``cache.length .. cache.length + T_new - 1``.
         """
-        B, T_new = self._check_x("x_new", x_new)
+        B, T_new, _ = self._check_x("x_new", x_new)
         if cache.latent.shape[0] != B:
             raise ValueError(f"cache holds batch size {cache.latent.shape[0]} but x_new has B={B}")
         positions = cache.length + np.arange(T_new)
@@ -291,5 +305,5 @@ class LatentAttention:
     def __repr__(self) -> str:
         return (
             f"LatentAttention(width={self.width}, heads={self.heads}, latent_width={self.latent_width}, "
-            f"rope_width={self.rope_width}, head_width={self.head_width}, value_width={self.value_width})"
+            f"rope_width={self.rope_width}, nope_width={self.nope_width}, value_width={self.value_width})"
         )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_layer_sizes
+from lessons_lib.validation import check_int, head_width
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import torch
@@ -61,11 +61,9 @@ class ToyConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_layer_sizes(self.width, self.heads)
+        head_width(self.width, self.heads)
         for name in ("symbols", "length", "steps", "batch"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-                raise ValueError(f"ToyConfig.{name} must be an int >= 2, got {value!r}")
+            check_int(f"ToyConfig.{name}", getattr(self, name), low=2)
 
     @property
     def vocab(self) -> int:
@@ -80,8 +78,7 @@ def make_batch(
 
     The same ``seed`` gives the same batch on every machine (NumPy's PCG64 stream is stable).
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
-        raise ValueError(f"batch (B) must be a positive int, got {batch!r}")
+    batch = check_int("batch", batch, symbol="B")
     rng = np.random.default_rng(seed)
     tokens = rng.integers(0, config.symbols, size=(batch, config.length))
     marker = rng.integers(0, config.length, size=batch)
@@ -122,7 +119,7 @@ def _build_model(config: ToyConfig) -> Any:
     import torch
     from torch import nn
 
-    from lessons_lib.torch_core import MultiHead
+    from lessons_lib.mha_torch import MultiHead
 
     attn = MultiHead(config.width, config.heads, seed=config.seed)  # wq..wo from NumPy's stream
     # Seed torch only after building the layer, so the other initial values do not depend on

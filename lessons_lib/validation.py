@@ -1,7 +1,12 @@
-"""Argument checks shared by `numpy_core` and `torch_core`.
+"""Argument checks at the boundary of every public function and layer (internal to the package).
 
-They look only at shapes, dtypes and sizes, so one message serves both libraries. Every message
-names the argument, what was expected and what was given.
+One helper per kind of check. A wrong type raises ``TypeError`` (a non-integer size, a wrong dtype,
+a NumPy array given to a PyTorch function); a wrong value or shape raises ``ValueError``. Every
+message names the argument, what was expected and what was given. The helpers look only at shapes,
+dtypes and sizes, so the NumPy and PyTorch modules share every message.
+
+Helpers that accept a size return it as a Python ``int``, so ``np.int64(2)`` works wherever ``2``
+does and arithmetic on it never overflows a fixed-width integer.
 """
 
 from __future__ import annotations
@@ -10,219 +15,298 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
+Library = str  # "numpy" or "torch"
 
-def check_int(name: str, value: Any) -> None:
-    """``TypeError`` unless ``value`` is an integer (Python or NumPy); ``bool`` is refused."""
+
+# ----- sizes ---------------------------------------------------------------------------------
+def check_int(name: str, value: Any, low: int | None = 1, high: int | None = None, symbol: str = "") -> int:
+    """``value`` as a Python int: ``TypeError`` unless an integer (not ``bool``), ``ValueError``
+    unless ``low <= value`` (and ``value <= high`` when given; ``low=None``: no lower bound).
+    ``symbol`` is the notation, e.g. "h"."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-
-
-def check_positive_int(name: str, value: Any, hint: str = "") -> None:
-    """``TypeError`` unless ``value`` is an integer, ``ValueError`` unless it is positive."""
-    check_int(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {name}={value}{hint}")
+    value = int(value)
+    label = f"{name} ({symbol})" if symbol else name
+    if high is not None and low is not None and not low <= value <= high:
+        raise ValueError(f"{label} must be in {low} .. {high}, got {name}={value}")
+    if low is not None and value < low:
+        need = {0: "non-negative", 1: "positive"}.get(low, f"at least {low}")
+        raise ValueError(f"{label} must be {need}, got {name}={value}")
+    return value
 
 
 def divisors(n: int) -> list[int]:
     """The positive divisors of ``n``, smallest first: the valid ``h`` for ``D = n``, or ``h_kv`` for ``h = n``."""
-    check_positive_int("n", n)
-    return [m for m in range(1, int(n) + 1) if n % m == 0]
+    n = check_int("n", n)
+    return [m for m in range(1, n + 1) if n % m == 0]
 
 
-def check_layer_sizes(width: int, heads: int) -> None:
-    """``ValueError`` unless ``width > 0``, ``heads > 0`` and ``width % heads == 0``."""
-    for name, value in (("width", width), ("heads", heads)):
-        check_int(name, value)
-    if width <= 0:
-        raise ValueError(f"width (D) must be positive, got width={width}")
-    if heads <= 0:
-        raise ValueError(f"heads (h) must be positive, got heads={heads}")
+def causal_sizes(T: Any, S: Any) -> tuple[int, int]:
+    """``(T, S)`` of a causal mask (``S`` defaults to ``T``); ``ValueError`` unless ``0 < T <= S``."""
+    T = check_int("T", T, low=None)
+    S = T if S is None else check_int("S", S, low=None)
+    if not 0 < T <= S:
+        raise ValueError(f"causal_mask needs 0 < T <= S, got T={T}, S={S}")
+    return T, S
+
+
+def head_width(width: Any, heads: Any) -> int:
+    """``d_h = D / h``; ``ValueError`` unless both are positive and ``h`` divides ``D``."""
+    width = check_int("width", width, symbol="D")
+    heads = check_int("heads", heads, symbol="h")
     if width % heads != 0:
         raise ValueError(
             f"width D={width} is not divisible by heads h={heads}: every head needs the same width "
             f"d_h = D / h. Choose heads from the divisors of {width}: {divisors(width)}"
         )
+    return width // heads
 
 
-def check_rank(name: str, shape: Sequence[int], rank: int, layout: str, exact: bool = False) -> None:
-    """``ValueError`` if ``shape`` has fewer (or, with ``exact``, other) than ``rank`` axes."""
-    if len(shape) < rank or (exact and len(shape) != rank):
-        need = f"exactly {rank}" if exact else f"at least {rank}"
+def group_size(heads: Any, kv_heads: Any) -> int:
+    """``g = h / h_kv``; ``ValueError`` unless ``h_kv`` is a positive divisor of ``h``."""
+    heads = check_int("heads", heads, symbol="h")
+    kv_heads = check_int("kv_heads", kv_heads, low=None)
+    if kv_heads <= 0 or heads % kv_heads != 0:
         raise ValueError(
-            f"{name} must have {need} axes, laid out as {layout}; got shape {tuple(shape)} "
-            f"with {len(shape)} axes"
+            f"kv_heads h_kv={kv_heads} must be a positive divisor of heads h={heads}, so that each "
+            f"key/value head serves the same number g = h / h_kv of query heads. "
+            f"Valid choices for h={heads}: {divisors(heads)}"
         )
+    return heads // kv_heads
 
 
-def check_array(name: str, array: Any) -> None:
-    """``TypeError`` unless ``array`` is a NumPy array or torch tensor (it has a shape and a dtype)."""
+# ----- arrays --------------------------------------------------------------------------------
+def _is_torch(array: Any) -> bool:
+    return type(array).__module__.split(".")[0] == "torch"
+
+
+def _is_float(array: Any) -> bool:
+    is_float = getattr(array, "is_floating_point", None)
+    return bool(is_float()) if callable(is_float) else getattr(array.dtype, "kind", "") == "f"
+
+
+def _rank(layout: str) -> tuple[int, bool]:
+    """``"(B, T, D)" -> (3, True)`` (exactly 3 axes); ``"(..., T, d)" -> (2, False)`` (at least 2)."""
+    axes = [axis.strip() for axis in layout.strip("()").split(",") if axis.strip()]
+    open_ended = bool(axes) and axes[0] == "..."
+    return len(axes) - open_ended, not open_ended
+
+
+def check_array(name: str, array: Any, library: Library, layout: str, dtype: Any = None) -> None:
+    """One array argument: an array of ``library``, floating point (and of ``dtype`` when given),
+    with the axes ``layout`` names, e.g. ``"(B, T, D)"`` or ``"(..., T, d)"``."""
     if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
         raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+    check_library(name, array, library)
+    if not _is_float(array):
+        raise TypeError(
+            f"{name} must hold floating-point numbers, got dtype {array.dtype}; "
+            f"convert it first, e.g. with .astype(float) or .float()"
+        )
+    if dtype is not None and array.dtype != dtype:
+        raise TypeError(
+            f"{name} has dtype {array.dtype} but the layer's weights are {dtype}; convert the input, "
+            f"or build the layer with dtype={array.dtype} (a PyTorch layer: layer.to({array.dtype}))"
+        )
+    rank, exact = _rank(layout)
+    shape = tuple(array.shape)
+    if len(shape) < rank or (exact and len(shape) != rank):
+        need = f"exactly {rank}" if exact else f"at least {rank}"
+        raise ValueError(f"{name} must have {need} axes, laid out as {layout}; got shape {shape} with {len(shape)} axes")
 
 
-def check_library(name: str, array: Any, library: str) -> None:
+def check_library(name: str, array: Any, library: Library) -> None:
     """``TypeError`` if ``array`` comes from the other library (``library``: "numpy" or "torch")."""
-    is_torch = type(array).__module__.split(".")[0] == "torch"
-    if is_torch != (library == "torch"):
-        wanted, fix = (
-            ("torch.Tensor", "torch.from_numpy(x)") if library == "torch" else ("NumPy array", "x.detach().numpy()")
+    if _is_torch(array) != (library == "torch"):
+        wanted, fix, other = (
+            ("torch.Tensor", "torch.from_numpy(x)", "NumPy")
+            if library == "torch"
+            else ("NumPy array", "x.detach().numpy()", "PyTorch")
         )
         raise TypeError(
-            f"{name} must be a {wanted} for lessons_lib.{library}_core, got {type(array).__name__}; "
-            f"convert it with {fix}, or use the module of the library your data lives in"
+            f"{name} must be a {wanted} here, got {type(array).__name__}; convert it with {fix}, "
+            f"or use the {other} twin of this module (mha_numpy / mha_torch, gqa_numpy / gqa_torch)"
         )
+
+
+def check_float_dtype(dtype: Any, library: Library) -> Any:
+    """A layer's ``dtype`` argument: ``TypeError`` unless a floating-point type of ``library``."""
+    if library == "torch":
+        import torch
+
+        if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+            return dtype
+        example = "torch.float32 or torch.float64"
+    else:
+        import numpy as np
+
+        try:
+            if np.dtype(dtype).kind == "f":
+                return np.dtype(dtype)
+        except TypeError:
+            pass
+        example = "np.float32 or np.float64"
+    raise TypeError(f"dtype must be a floating-point type such as {example}, got {dtype!r}")
+
+
+def check_weight(name: str, weight: Any, shape: tuple[int, ...], library: Library, layout: str) -> None:
+    """A weight handed to ``from_weights``: an array of ``library``, floating point, of ``shape``."""
+    check_array(name, weight, library, layout)
+    if tuple(weight.shape) != shape:
+        raise ValueError(f"{name} must have shape {layout} = {shape}, got {tuple(weight.shape)}")
+
+
+def check_same_dtype(named: dict[str, Any]) -> Any:
+    """``TypeError`` unless every array in ``named`` has one dtype; returns it."""
+    dtypes = [str(array.dtype) for array in named.values()]
+    if len(set(dtypes)) > 1:
+        *rest, last = named
+        names = f"{', '.join(rest)} and {last}"
+        raise TypeError(
+            f"{names} must share one dtype, got {', '.join(dtypes)}; convert them to one precision first"
+        )
+    return next(iter(named.values())).dtype
+
+
+# ----- attention arguments -------------------------------------------------------------------
+def check_qkv(q: Any, k: Any, v: Any, allowed: Any, library: Library) -> None:
+    """Everything ``attention(q (..., T, d), k (..., S, d), v (..., S, d_v), allowed)`` needs."""
+    check_array("q", q, library, "(..., T, d)")
+    check_array("k", k, library, "(..., S, d)")
+    check_array("v", v, library, "(..., S, d_v)")
+    check_same_dtype({"q": q, "k": k, "v": v})
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    check_source_length("k", k.shape)
+    leading = [tuple(a.shape[:-2]) for a in (q, k, v)]
+    for axis in range(1, max(len(lead) for lead in leading) + 1):
+        if len({lead[-axis] for lead in leading if len(lead) >= axis} - {1}) > 1:
+            raise ValueError(
+                f"the leading (batch/head) axes of q, k and v do not broadcast: {leading[0]}, "
+                f"{leading[1]} and {leading[2]}; they must match or be 1"
+            )
+    if allowed is not None:
+        scores_shape = (*_broadcast(leading), q.shape[-2], k.shape[-2])
+        check_mask(allowed, library, scores_shape)
+
+
+def _broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    width = max(len(shape) for shape in shapes)
+    padded = [(1,) * (width - len(shape)) + shape for shape in shapes]
+    return tuple(max(sizes) for sizes in zip(*padded, strict=True))
 
 
 def check_source_length(name: str, shape: Sequence[int]) -> None:
     """``ValueError`` if there are no source positions (S = 0): a softmax over nothing is undefined."""
     if shape[-2] == 0:
         raise ValueError(
-            f"{name} has no source positions (S=0, shape {tuple(shape)}); attention needs at least "
-            f"one position to attend to"
+            f"{name} has no source positions (S=0, shape {tuple(shape)}); attention needs at least one position to attend to"
         )
 
 
-def check_float(name: str, array: Any) -> None:
-    """``TypeError`` unless ``array`` is a NumPy array or torch tensor of floating-point numbers."""
-    dtype = getattr(array, "dtype", None)
-    is_float = getattr(array, "is_floating_point", None)
-    if dtype is None:
-        raise TypeError(f"{name} must be an array, got {type(array).__name__}")
-    floating = is_float() if callable(is_float) else getattr(dtype, "kind", "") == "f"
-    if not floating:
-        raise TypeError(
-            f"{name} must hold floating-point numbers, got dtype {dtype}; "
-            f"convert it first, e.g. with .astype(float) or .float()"
-        )
-
-
-def check_qkv(q: Any, k: Any, v: Any, library: str) -> None:
-    """Checks for ``attention(q (..., T, d), k (..., S, d), v (..., S, d_v))`` in ``library``."""
-    for name, array in (("q", q), ("k", k), ("v", v)):
-        check_float(name, array)
-        check_library(name, array, library)
-    check_rank("q", q.shape, 2, "(..., T, d)")
-    check_rank("k", k.shape, 2, "(..., S, d)")
-    check_rank("v", v.shape, 2, "(..., S, d_v)")
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(
-            f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}; "
-            f"convert them to one precision first"
-        )
-    if q.shape[-1] != k.shape[-1]:
+def check_mask(allowed: Any, library: Library, scores_shape: Sequence[int]) -> None:
+    """A boolean ``allowed`` mask (``True`` = may attend) broadcastable to the scores ``(..., T, S)``,
+    with at least one allowed position in every query row."""
+    _check_bool(allowed, library)
+    if not _broadcasts(tuple(allowed.shape), tuple(scores_shape)):
         raise ValueError(
-            f"q and k must have the same feature width d, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+            f"allowed has shape {tuple(allowed.shape)}, which does not broadcast to the attention scores "
+            f"(..., T, S) = {tuple(scores_shape)}; its last two axes must be (T, S) or 1"
         )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    check_source_length("k", k.shape)
-    leading = [tuple(a.shape[:-2]) for a in (q, k, v)]
-    width = max(len(lead) for lead in leading)
-    for axis in range(1, width + 1):
-        sizes = {lead[-axis] for lead in leading if len(lead) >= axis} - {1}
-        if len(sizes) > 1:
-            raise ValueError(
-                f"the leading (batch/head) axes of q, k and v do not broadcast: {leading[0]}, "
-                f"{leading[1]} and {leading[2]}; they must match or be 1"
-            )
+    check_rows_allowed(allowed)
 
 
-def check_dtype_matches(name: str, dtype: Any, layer_dtype: Any) -> None:
-    """``TypeError`` if an input's dtype differs from the layer's weights (no silent casting)."""
-    if dtype != layer_dtype:
-        raise TypeError(
-            f"{name} has dtype {dtype} but the layer's weights are {layer_dtype}; convert the "
-            f"input, or build the layer with dtype={dtype} to compute in that precision"
-        )
+def _broadcasts(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    return len(shape) <= len(target) and all(m in (1, t) for m, t in zip(shape[::-1], target[::-1], strict=False))
 
 
-def check_layer_array(name: str, array: Any, layer_dtype: Any, library: str) -> None:
-    """An input of a layer: floating point, from ``library``, and in the layer's dtype."""
-    check_float(name, array)
-    check_library(name, array, library)
-    check_dtype_matches(name, array.dtype, layer_dtype)
-
-
-def layer_mask(allowed: Any, B: int, h: int, T: int, S: int, library: str) -> Any:
-    """Check a layer's ``allowed`` mask; return it broadcastable to ``(B, h, T, S)``.
-
-    A ``(B, T, S)`` mask gets a head axis, ``(B, 1, T, S)``: the same mask for every head.
-    """
-    check_bool_mask(allowed, library)
-    layer_mask_shape(allowed.shape, B, h, T, S)
-    return allowed[:, None] if allowed.ndim == 3 else allowed
-
-
-def check_bool_mask(allowed: Any, library: str) -> None:
-    """``TypeError`` unless ``allowed`` is a boolean array (``library``: "numpy" or "torch")."""
-    dtype = getattr(allowed, "dtype", None)
-    if dtype is None:
+def _check_bool(allowed: Any, library: Library) -> None:
+    if getattr(allowed, "dtype", None) is None:
         raise TypeError(f"allowed must be a boolean array, got {type(allowed).__name__}")
-    if str(dtype) not in ("bool", "torch.bool"):
+    if str(allowed.dtype) not in ("bool", "torch.bool"):
         raise TypeError(
-            f"allowed must be a boolean mask (True = may attend), got dtype {dtype}. "
+            f"allowed must be a boolean mask (True = may attend), got dtype {allowed.dtype}. "
             f"If you have an additive mask of 0 and -inf, use allowed = (mask == 0)"
         )
     check_library("allowed", allowed, library)
 
 
-def mask_shape(shape: Sequence[int], scores_shape: Sequence[int]) -> None:
-    """``ValueError`` unless a mask of ``shape`` broadcasts to the scores ``(..., T, S)``."""
-    ok = len(shape) <= len(scores_shape) and all(
-        m in (1, s) for m, s in zip(reversed(shape), reversed(scores_shape))
-    )
-    if not ok:
+def check_rows_allowed(allowed: Any) -> None:
+    """``ValueError`` if a query row of ``allowed`` has no allowed position (its softmax would be NaN)."""
+    if not bool(allowed.any(-1).all()):
         raise ValueError(
-            f"allowed has shape {tuple(shape)}, which does not broadcast to the attention scores "
-            f"(..., T, S) = {tuple(scores_shape)}; its last two axes must be (T, S) or 1"
+            "a query row has no allowed position (its row of `allowed` is all False), so its softmax "
+            "would be 0/0 = NaN. Make sure every query may attend to at least one source position; "
+            "for padded queries, allow one position and ignore their outputs"
         )
 
 
-def layer_mask_shape(shape: Sequence[int], B: int, h: int, T: int, S: int) -> None:
-    """Masks for a layer: ``(T, S)``, ``(B, T, S)`` or broadcastable to ``(B, h, T, S)``."""
-    if len(shape) == 3:
-        target: tuple[int, ...] = (B, T, S)
-    elif len(shape) in (2, 4):
-        target = (B, h, T, S)
-    else:
+# ----- layer arguments -----------------------------------------------------------------------
+def check_layer_inputs(query: Any, context: Any, width: int, dtype: Any, library: Library) -> tuple[int, int, int]:
+    """A layer call's ``query (B, T, D)`` and ``context (B, S, D)``; returns ``(B, T, S)``."""
+    check_array("query", query, library, "(B, T, D)", dtype)
+    check_array("context", context, library, "(B, S, D)", dtype)
+    for name, shape in (("query", tuple(query.shape)), ("context", tuple(context.shape))):
+        check_width(name, shape, width)
+    check_source_length("context", context.shape)
+    if query.shape[0] != context.shape[0]:
         raise ValueError(
-            f"allowed must have shape (T, S), (B, T, S) or (B, h, T, S), got {tuple(shape)}"
+            f"query and context must have the same batch size B, got {query.shape[0]} and {context.shape[0]}"
         )
-    ok = all(m in (1, s) for m, s in zip(reversed(shape), reversed(target)))
-    if not ok:
+    return int(query.shape[0]), int(query.shape[1]), int(context.shape[1])
+
+
+def check_width(name: str, shape: tuple[int, ...], width: int) -> None:
+    """``ValueError`` unless the last axis of ``shape`` is the layer width ``D``."""
+    if shape[-1] != width:
+        raise ValueError(
+            f"{name} has width {shape[-1]} on its last axis but the layer width D is {width}; "
+            f"make sure the last axis holds the features (got shape {shape})"
+        )
+
+
+def layer_mask(allowed: Any, B: int, h: int, T: int, S: int, library: Library) -> Any:
+    """Check a layer's ``allowed`` mask (or ``None``); return it broadcastable to ``(B, h, T, S)``.
+
+    Accepted shapes: ``(T, S)``, ``(B, T, S)`` (the same mask for every head: it gets a head axis)
+    and anything broadcastable to ``(B, h, T, S)``.
+    """
+    if allowed is None:
+        return None
+    _check_bool(allowed, library)
+    shape = tuple(allowed.shape)
+    if len(shape) not in (2, 3, 4):
+        raise ValueError(f"allowed must have shape (T, S), (B, T, S) or (B, h, T, S), got {shape}")
+    if not _broadcasts(shape, (B, T, S) if len(shape) == 3 else (B, h, T, S)):
         layout = {2: "(T, S)", 3: "(B, T, S)", 4: "(B, h, T, S)"}[len(shape)]
         raise ValueError(
-            f"allowed has shape {tuple(shape)} but this call needs {layout} with "
+            f"allowed has shape {shape} but this call needs {layout} with "
             f"B={B}, h={h}, T={T}, S={S} (or 1 on an axis to share it)"
         )
+    check_rows_allowed(allowed)
+    return allowed[:, None] if len(shape) == 3 else allowed
 
 
-def check_layer_inputs(
-    query_shape: Sequence[int], context_shape: Sequence[int], width: int
+def check_attend_inputs(
+    query: Any, k: Any, v: Any, layer: Any, library: Library
 ) -> tuple[int, int, int]:
-    """Validate ``(B, T, D)`` query and ``(B, S, D)`` context shapes; return ``(B, T, S)``."""
-    check_rank("query", query_shape, 3, "(B, T, D)", exact=True)
-    check_rank("context", context_shape, 3, "(B, S, D)", exact=True)
-    for name, shape in (("query", query_shape), ("context", context_shape)):
-        if shape[-1] != width:
-            raise ValueError(
-                f"{name} has width {shape[-1]} on its last axis but the layer width D is {width}; "
-                f"make sure the last axis holds the features (got shape {tuple(shape)})"
-            )
-    check_source_length("context", context_shape)
-    if query_shape[0] != context_shape[0]:
+    """A GQA layer's ``attend(query (B, T, D), k, v (B, h_kv, S, d_h))``; returns ``(B, T, S)``.
+
+    ``layer`` supplies ``width``, ``kv_heads``, ``head_width`` and ``dtype``.
+    """
+    check_array("query", query, library, "(B, T, D)", layer.dtype)
+    check_width("query", tuple(query.shape), layer.width)
+    check_array("k", k, library, "(B, h_kv, S, d_h)", layer.dtype)
+    check_array("v", v, library, "(B, h_kv, S, d_h)", layer.dtype)
+    B, h_kv, S, d_h = k.shape
+    if (h_kv, d_h) != (layer.kv_heads, layer.head_width) or v.shape != k.shape:
         raise ValueError(
-            f"query and context must have the same batch size B, got {query_shape[0]} and {context_shape[0]}"
+            f"k and v must both be (B, h_kv, S, d_h) with h_kv={layer.kv_heads}, d_h={layer.head_width}; "
+            f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
-    return query_shape[0], query_shape[1], context_shape[1]
-
-
-def empty_rows_message() -> str:
-    return (
-        "a query row has no allowed position (its row of `allowed` is all False), so its softmax "
-        "would be 0/0 = NaN. Make sure every query may attend to at least one source position; "
-        "for padded queries, allow one position and ignore their outputs"
-    )
+    check_source_length("k", (S, d_h))
+    if query.shape[0] != B:
+        raise ValueError(f"query and k must have the same batch size B, got {query.shape[0]} and {B}")
+    return int(B), int(query.shape[1]), int(S)

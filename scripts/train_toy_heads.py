@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lessons_lib.heads import EVAL_SEED, head_behaviour, head_roles, load_toy_heads, run_layer
+from lessons_lib.inspect_heads import EVAL_SEED, head_behaviour, head_roles, load_toy_heads, run_layer
 from lessons_lib.toy_task import DATA_PATH, ToyConfig, make_batch, save_weights, train
 
 

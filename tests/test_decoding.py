@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons_lib.decoding import KVCache, decode_causal, decode_incrementally, decode_step
-from lessons_lib.gqa import GroupedQueryAttention
+from lessons_lib.kv_cache import KVCache, decode_causal, decode_incrementally, decode_step
+from lessons_lib.gqa_numpy import GroupedQueryAttention
 from lessons_lib.kv_cache import kv_cache_bytes
 
 
@@ -46,7 +46,7 @@ def test_forgetting_the_cache_changes_the_output() -> None:
 
 
 def test_cache_errors() -> None:
-    with pytest.raises(ValueError, match="layers must be a positive int"):
+    with pytest.raises(ValueError, match="layers must be positive"):
         KVCache(0)
     cache = KVCache(2)
     assert len(cache) == 0 and cache.nbytes == 0
@@ -68,7 +68,7 @@ def test_decode_errors() -> None:
     x = np.zeros((1, 3, 8))
     with pytest.raises(ValueError, match="at least one"):
         decode_causal([], x)
-    with pytest.raises(ValueError, match="prompt must be an int in 1 .. T=3"):
+    with pytest.raises(ValueError, match="prompt must be in 1 .. 3"):
         decode_incrementally(layers, x, prompt=4)
     with pytest.raises(ValueError, match="cache has 2 layers but the stack has 1"):
         decode_step(layers, x, KVCache(2))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention
-from lessons_lib.numpy_core import attention, causal_mask, softmax
+from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 
 def test_online_softmax_equals_softmax() -> None:
@@ -104,11 +104,11 @@ def test_tiled_uses_less_memory_than_naive() -> None:
 def test_bad_inputs_rejected() -> None:
     q, k, v = np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 6))
     for bad in (0, -3):
-        with pytest.raises(ValueError, match="block_size must be a positive"):
+        with pytest.raises(ValueError, match="block_size must be positive"):
             tiled_attention(q, k, v, block_size=bad)
-        with pytest.raises(ValueError, match="query_block_size must be a positive"):
+        with pytest.raises(ValueError, match="query_block_size must be positive"):
             tiled_attention(q, k, v, query_block_size=bad)
-        with pytest.raises(ValueError, match="block_size must be a positive"):
+        with pytest.raises(ValueError, match="block_size must be positive"):
             online_softmax(np.ones(3), bad)
     with pytest.raises(TypeError, match="block_size must be an int"):
         tiled_attention(q, k, v, block_size=2.0)  # type: ignore[arg-type]

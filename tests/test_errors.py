@@ -1,7 +1,7 @@
 """Every bad input gets the right exception and a message that helps fix it, in both libraries.
 
-Each row of `BAD_INPUTS` is one mistake a learner can make; it runs against `numpy_core` and
-`torch_core`. A row lists the exact exception type and message fragments that must all appear.
+Each row of `BAD_INPUTS` is one mistake a learner can make; it runs against `mha_numpy` and
+`mha_torch`. A row lists the exact exception type and message fragments that must all appear.
 `MORE_BAD_INPUTS` adds rows whose message depends on the library; each row's ``before`` says what
 the core did before it caught that mistake (a regression would bring that back).
 """
@@ -19,8 +19,8 @@ import pytest
 import torch
 from numpy.typing import NDArray
 
-from lessons_lib import numpy_core as nc
-from lessons_lib import torch_core as tc
+from lessons_lib import mha_numpy as nc
+from lessons_lib import mha_torch as tc
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only add start-up cost
 
@@ -50,9 +50,9 @@ class Lib:
         return self.core.MultiHead(width, heads, dtype=self.float64 if dtype is None else dtype)
 
 
-NUMPY = Lib("numpy_core", nc, lambda a: a, np.float32, np.float64)
-TORCH = Lib("torch_core", tc, lambda a: torch.from_numpy(np.ascontiguousarray(a)), torch.float32, torch.float64)
-LIBS = [pytest.param(NUMPY, id="numpy_core"), pytest.param(TORCH, id="torch_core")]
+NUMPY = Lib("mha_numpy", nc, lambda a: a, np.float32, np.float64)
+TORCH = Lib("mha_torch", tc, lambda a: torch.from_numpy(np.ascontiguousarray(a)), torch.float32, torch.float64)
+LIBS = [pytest.param(NUMPY, id="mha_numpy"), pytest.param(TORCH, id="mha_torch")]
 
 
 def causal_with_empty_row(T: int, S: int) -> NDArray[np.bool_]:
@@ -308,8 +308,8 @@ def test_good_versions_of_the_bad_inputs_work(lib: Lib) -> None:
 
 # --- bad inputs whose expected message depends on the library ------------------------------------
 
-OTHER = {"numpy_core": TORCH, "torch_core": NUMPY}  # the library a learner may mix in by mistake
-ARRAY_NAME = {"numpy_core": "NumPy array", "torch_core": "torch.Tensor"}
+OTHER = {"mha_numpy": TORCH, "mha_torch": NUMPY}  # the library a learner may mix in by mistake
+ARRAY_NAME = {"mha_numpy": "NumPy array", "mha_torch": "torch.Tensor"}
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessons_lib import gqa, gqa_torch, numpy_core, torch_core
-from lessons_lib.gqa import GroupedQueryAttention, from_multihead, kv_head_of_query, relative_error, repeat_kv
+from lessons_lib import gqa_numpy, gqa_torch, mha_numpy, mha_torch
+from lessons_lib.gqa_numpy import GroupedQueryAttention, from_multihead, kv_head_of_query, relative_error, repeat_kv
 
 
 def divisors(n: int) -> list[int]:
@@ -44,7 +44,7 @@ def make_inputs(p: dict[str, object], dtype: type) -> tuple[np.ndarray, np.ndarr
     S = S if p["cross"] else T
     allowed = None
     if p["mask"] == "causal" and S >= T:
-        allowed = numpy_core.causal_mask(T, S)
+        allowed = mha_numpy.causal_mask(T, S)
     elif p["mask"] == "random":
         allowed = rng.random((B, T, S)) < 0.6
         allowed[..., 0] = True  # every query row keeps one allowed position
@@ -100,14 +100,14 @@ def test_torch_matches_numpy_and_sdpa(p: dict[str, object], dtype_name: str) -> 
     with torch.no_grad():
         t_out, t_weights = t_layer(tq, tc, ta)
         k, v = t_layer.keys_values(tq if tc is None else tc)  # (B, h_kv, S, d_h)
-        q = torch_core.split_heads(t_layer.wq(tq), t_layer.heads)  # (B, h, T, d_h)
+        q = mha_torch.split_heads(t_layer.wq(tq), t_layer.heads)  # (B, h, T, d_h)
         mask = None if ta is None else (ta[:, None] if ta.ndim == 3 else ta)
         sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
-        sdpa_out = t_layer.wo(torch_core.merge_heads(sdpa))
+        sdpa_out = t_layer.wo(mha_torch.merge_heads(sdpa))
         repeated = F.scaled_dot_product_attention(
             q, k.repeat_interleave(t_layer.group_size, 1), v.repeat_interleave(t_layer.group_size, 1), attn_mask=mask
         )
-        repeated_out = t_layer.wo(torch_core.merge_heads(repeated))
+        repeated_out = t_layer.wo(mha_torch.merge_heads(repeated))
     np.testing.assert_allclose(t_out.numpy(), np_out, atol=tol, rtol=tol)
     np.testing.assert_allclose(t_weights.numpy(), np_weights, atol=tol, rtol=tol)
     np.testing.assert_allclose(sdpa_out.numpy(), t_out.numpy(), atol=tol, rtol=tol)
@@ -127,22 +127,22 @@ def test_torch_weights_are_transposed_numpy_weights() -> None:
 def test_equals_multihead_when_kv_heads_equals_heads(width: int, heads: int, seed: int) -> None:
     x = np.random.default_rng(seed).normal(size=(2, 5, width))
     c = np.random.default_rng(seed + 1).normal(size=(2, 3, width))
-    mha, layer = numpy_core.MultiHead(width, heads, seed=seed), GroupedQueryAttention(width, heads, heads, seed=seed)
+    mha, layer = mha_numpy.MultiHead(width, heads, seed=seed), GroupedQueryAttention(width, heads, heads, seed=seed)
     for name in ("wq", "wk", "wv", "wo"):
         np.testing.assert_array_equal(getattr(layer, name), getattr(mha, name))
-    for args in ((x,), (x, c), (x, None, numpy_core.causal_mask(5))):
+    for args in ((x,), (x, c), (x, None, mha_numpy.causal_mask(5))):
         out, weights = layer(*args)
         ref_out, ref_weights = mha(*args)
         np.testing.assert_array_equal(out, ref_out)
         np.testing.assert_array_equal(weights, ref_weights)
-    t_mha = torch_core.MultiHead(width, heads, seed=seed, dtype=torch.float64)
+    t_mha = mha_torch.MultiHead(width, heads, seed=seed, dtype=torch.float64)
     t_layer = gqa_torch.GroupedQueryAttention(width, heads, heads, seed=seed, dtype=torch.float64)
     with torch.no_grad():
         assert torch.equal(t_layer(torch.from_numpy(x))[0], t_mha(torch.from_numpy(x))[0])
 
 
 def test_kv_columns_are_the_first_kv_heads_of_multihead() -> None:
-    mha, layer = numpy_core.MultiHead(16, 8, seed=2), GroupedQueryAttention(16, 8, 2, seed=2)
+    mha, layer = mha_numpy.MultiHead(16, 8, seed=2), GroupedQueryAttention(16, 8, 2, seed=2)
     np.testing.assert_array_equal(layer.wk, mha.wk[:, :4])
     np.testing.assert_array_equal(layer.wv, mha.wv[:, :4])
     np.testing.assert_array_equal(layer.wq, mha.wq)
@@ -218,7 +218,7 @@ def test_input_errors() -> None:
 
 
 def test_from_multihead_pools_contiguous_groups() -> None:
-    mha = numpy_core.MultiHead(16, 8, seed=4)
+    mha = mha_numpy.MultiHead(16, 8, seed=4)
     layer = from_multihead(mha, 2)
     d_h = 2
     heads_k = mha.wk.reshape(16, 8, d_h)  # (D, h, d_h)
@@ -230,7 +230,7 @@ def test_from_multihead_pools_contiguous_groups() -> None:
 
 
 def test_from_multihead_identity_and_mqa() -> None:
-    mha = numpy_core.MultiHead(12, 6, seed=1)
+    mha = mha_numpy.MultiHead(12, 6, seed=1)
     x = np.random.default_rng(1).normal(size=(2, 4, 12))
     same = from_multihead(mha, 6)
     np.testing.assert_allclose(same(x)[0], mha(x)[0], atol=1e-15)
@@ -242,7 +242,7 @@ def test_from_multihead_identity_and_mqa() -> None:
 
 def test_from_multihead_exact_when_heads_in_a_group_agree() -> None:
     """If every head of a group already has the same K/V columns, pooling changes nothing."""
-    mha = numpy_core.MultiHead(16, 8, seed=2)
+    mha = mha_numpy.MultiHead(16, 8, seed=2)
     for w in (mha.wk, mha.wv):
         per_head = w.reshape(16, 2, 4, 2)  # (D, h_kv, g, d_h)
         per_head[:] = per_head[:, :, :1]  # copy the first head of each group over the others
@@ -251,8 +251,8 @@ def test_from_multihead_exact_when_heads_in_a_group_agree() -> None:
 
 
 def test_from_multihead_torch_matches_numpy() -> None:
-    np_mha = numpy_core.MultiHead(12, 6, seed=3)
-    t_mha = torch_core.MultiHead(12, 6, seed=3, dtype=torch.float64)
+    np_mha = mha_numpy.MultiHead(12, 6, seed=3)
+    t_mha = mha_torch.MultiHead(12, 6, seed=3, dtype=torch.float64)
     x = np.random.default_rng(3).normal(size=(2, 4, 12))
     for kv_heads in (1, 2, 3, 6):
         np_out = from_multihead(np_mha, kv_heads)(x)[0]
@@ -268,9 +268,9 @@ def test_from_multihead_errors() -> None:
     with pytest.raises(TypeError, match="MultiHead"):
         from_multihead(GroupedQueryAttention(8, 2, 1), 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"\[1, 2, 4\]"):
-        from_multihead(numpy_core.MultiHead(8, 4), 3)
+        from_multihead(mha_numpy.MultiHead(8, 4), 3)
     with pytest.raises(TypeError, match="MultiHead"):
-        gqa_torch.from_multihead(numpy_core.MultiHead(8, 4), 2)  # type: ignore[arg-type]
+        gqa_torch.from_multihead(mha_numpy.MultiHead(8, 4), 2)  # type: ignore[arg-type]
 
 
 def test_reprs() -> None:
@@ -282,10 +282,9 @@ def test_gqa_module_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, lessons_lib.gqa, lessons_lib.decoding, lessons_lib.kv_cache; print('torch' in sys.modules)"
+    code = "import sys, lessons_lib.gqa_numpy, lessons_lib.kv_cache; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
-    assert gqa.__name__ == "lessons_lib.gqa"
 
 
 def test_building_the_torch_layer_leaves_torch_rng_alone() -> None:

@@ -35,7 +35,7 @@ def numpy_only_modules() -> list[str]:
     return [
         "lessons_lib",
         "lessons_lib.validation",
-        "lessons_lib.numpy_core",
+        "lessons_lib.mha_numpy",
         "lessons_lib.checks",
         "lessons_lib.kv_cache",
         "lessons_lib.plotting",
@@ -59,15 +59,15 @@ def test_numpy_only_modules_do_not_import_torch() -> None:
     culprit = first_module_loading("torch", modules)
     assert culprit is None, (
         f"importing {culprit} put torch in sys.modules; NumPy-only lessons must not pay for torch. "
-        f"Import torch only inside lessons_lib.torch_core (or a module that truly needs it)."
+        f"Import torch only inside lessons_lib.mha_torch (or a module that truly needs it)."
     )
 
 
 def test_the_probe_notices_a_heavy_import() -> None:
     """Control: the probe does name the module that brings in a library (NumPy here; torch is slow
     to import), so a clean result above means something."""
-    modules = ["lessons_lib", "lessons_lib.validation", "lessons_lib.numpy_core", "lessons_lib.kv_cache"]
-    assert first_module_loading("numpy", modules) == "lessons_lib.numpy_core"
+    modules = ["lessons_lib", "lessons_lib.validation", "lessons_lib.mha_numpy", "lessons_lib.kv_cache"]
+    assert first_module_loading("numpy", modules) == "lessons_lib.mha_numpy"
 
 
 def test_package_ships_py_typed() -> None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
+from lessons_lib.validation import group_size as check_kv_heads
 from lessons_lib.kv_cache import (
     MODELS,
     ModelPreset,
     attention_kind,
     cache_bytes,
     cache_per_token,
-    check_kv_heads,
     format_bytes,
     kv_cache_bytes,
     kv_head_options,
@@ -124,3 +125,10 @@ def test_format_bytes(n: int, text: str) -> None:
 def test_format_bytes_rejects_negative() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         format_bytes(-1)
+
+
+def test_byte_counts_are_exact_for_numpy_integers() -> None:
+    """np.int32 sizes must not overflow: the maths runs on Python ints."""
+    sizes = [np.int32(n) for n in (80, 8, 128, 100_000, 64)]
+    assert kv_cache_bytes(*sizes) == 2 * 80 * 8 * 128 * 100_000 * 64 * 2 == 2_097_152_000_000
+    assert format_bytes(kv_cache_bytes(np.int64(32), 8, 128)) == "128 KiB"

@@ -7,7 +7,7 @@ import pytest
 
 from lessons_lib.kv_cache import kv_cache_bytes
 from lessons_lib.mla import LatentAttention, LatentCache, mla_cache_bytes
-from lessons_lib.numpy_core import attention, causal_mask
+from lessons_lib.mha_numpy import attention, causal_mask
 from lessons_lib.rope import apply_rope
 
 
@@ -21,7 +21,7 @@ def random_layers(count: int, seed: int = 0):  # type: ignore[no-untyped-def]
             heads,
             latent_width=int(rng.integers(1, 9)),
             rope_width=2 * int(rng.integers(1, 4)),
-            head_width=int(rng.integers(1, 6)),
+            nope_width=int(rng.integers(1, 6)),
             value_width=int(rng.integers(1, 6)),
             seed=i,
         )
@@ -57,8 +57,8 @@ def test_batch_mask_and_call_route() -> None:
 
 
 def test_explicit_matches_independent_per_head_loop() -> None:
-    """Rebuild every head by hand with numpy_core.attention and compare."""
-    layer = LatentAttention(8, 2, latent_width=3, rope_width=2, head_width=5, value_width=3, seed=7)
+    """Rebuild every head by hand with mha_numpy.attention and compare."""
+    layer = LatentAttention(8, 2, latent_width=3, rope_width=2, nope_width=5, value_width=3, seed=7)
     x = np.random.default_rng(5).standard_normal((1, 4, 8))
     pos = np.arange(4)
     latent = x[0] @ layer.w_dkv
@@ -102,7 +102,7 @@ def test_decoding_with_latent_cache_equals_full_computation() -> None:
 
 
 def test_absorbed_weights_have_latent_shapes() -> None:
-    layer = LatentAttention(10, 2, latent_width=3, rope_width=2, head_width=4, value_width=6)
+    layer = LatentAttention(10, 2, latent_width=3, rope_width=2, nope_width=4, value_width=6)
     assert layer.absorbed_query_weight.shape == (2, 10, 3)
     assert layer.absorbed_output_weight.shape == (2, 3, 10)
     assert np.allclose(layer.absorbed_query_weight[1], layer.w_q[1] @ layer.w_uk[1].T)
@@ -123,11 +123,11 @@ def test_cache_byte_counts() -> None:
 def test_bad_sizes_rejected() -> None:
     with pytest.raises(ValueError, match="rope_width .* even"):
         LatentAttention(8, 2, latent_width=4, rope_width=3)
-    with pytest.raises(ValueError, match="latent_width must be positive"):
+    with pytest.raises(ValueError, match=r"latent_width \(d_c\) must be positive"):
         LatentAttention(8, 2, latent_width=0, rope_width=2)
-    with pytest.raises(ValueError, match="heads must be positive"):
+    with pytest.raises(ValueError, match=r"heads \(h\) must be positive"):
         LatentAttention(8, 0, latent_width=4, rope_width=2)
-    with pytest.raises(ValueError, match="head_width must be positive"):
+    with pytest.raises(ValueError, match="leaves the default d_nope = D // h at 0"):
         LatentAttention(2, 4, latent_width=4, rope_width=2)
     with pytest.raises(TypeError, match="width must be an int"):
         LatentAttention(8.0, 2, latent_width=4, rope_width=2)  # type: ignore[arg-type]

@@ -1,11 +1,11 @@
 """Parity: every route to multi-head attention gives the same numbers.
 
-The routes, all fed the same weights (`numpy_core.init_weights`) and inputs:
+The routes, all fed the same weights (`mha_numpy.init_weights`) and inputs:
 
 1. a plain per-head loop written here (slice each head's columns of ``wq, wk, wv``, attend,
    concatenate, multiply by ``wo``), computed in float64: the reference;
-2. `numpy_core.MultiHead`;
-3. `torch_core.MultiHead`;
+2. `mha_numpy.MultiHead`;
+3. `mha_torch.MultiHead`;
 4. ``torch.nn.MultiheadAttention`` with our weights copied in (its boolean mask: True = BLOCKED);
 5. ``torch.nn.functional.scaled_dot_product_attention`` on our split q, k, v (True = take part).
 
@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import NDArray
 
-from lessons_lib import numpy_core as nc
-from lessons_lib import torch_core as tc
+from lessons_lib import mha_numpy as nc
+from lessons_lib import mha_torch as tc
 
 # Tiny tensors: extra threads only add start-up cost (tens of ms per op on a busy machine).
 torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """Properties of attention that hold for every input, checked with Hypothesis.
 
 Hypothesis draws the sizes, a seed for the numbers and the boolean mask; each property runs on
-`numpy_core` and on `torch_core` (float64). Runs are derandomized so every run tests the same examples.
+`mha_numpy` and on `mha_torch` (float64). Runs are derandomized so every run tests the same examples.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.typing import NDArray
 
-from lessons_lib import numpy_core as nc
-from lessons_lib import torch_core as tc
+from lessons_lib import mha_numpy as nc
+from lessons_lib import mha_torch as tc
 
 # Tiny tensors: extra threads only add start-up cost (tens of ms per op on a busy machine).
 torch.set_num_threads(1)

@@ -75,17 +75,18 @@ def test_rope_between_query_and_key_up_projection_breaks_absorption() -> None:
     assert not np.allclose(needed, other)
 
 
-@pytest.mark.parametrize("width", [0, 3, -2])
-def test_odd_or_nonpositive_width_rejected(width: int) -> None:
-    with pytest.raises(ValueError, match="positive even"):
-        rope_angles([0, 1], width)
+@pytest.mark.parametrize(("d", "message"), [(0, "d must be positive"), (3, "d must be even"), (-2, "d must be positive")])
+def test_odd_or_nonpositive_width_rejected(d: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        rope_angles([0, 1], d)
+    assert rope_angles([0, 1], np.int64(4)).shape == (2, 2)
 
 
 def test_bad_inputs() -> None:
     x = np.ones((4, 6))
     with pytest.raises(ValueError, match="one position per row"):
         apply_rope(x, [0, 1, 2])
-    with pytest.raises(ValueError, match="positive even"):
+    with pytest.raises(ValueError, match="must be even"):
         apply_rope(np.ones((4, 5)), np.arange(4))
     with pytest.raises(TypeError, match="floating-point"):
         apply_rope(np.ones((4, 6), dtype=int), np.arange(4))
@@ -93,5 +94,5 @@ def test_bad_inputs() -> None:
         apply_rope(x, np.zeros((4, 1)))
     with pytest.raises(ValueError, match="base"):
         rope_angles([0], 4, base=1.0)
-    with pytest.raises(TypeError, match="width must be an int"):
+    with pytest.raises(TypeError, match="d must be an int"):
         rope_angles([0], 4.0)  # type: ignore[arg-type]

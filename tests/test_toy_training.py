@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons_lib.heads import EVAL_SEED, head_behaviour, head_roles, load_toy_heads, run_layer
+from lessons_lib.inspect_heads import EVAL_SEED, head_behaviour, head_roles, load_toy_heads, run_layer
 from lessons_lib.toy_task import ToyConfig, make_batch, targets, token_labels
 
 THRESHOLD = 0.6  # a head "specialises" when >= 60 % of its weight sits on one relationship (uniform: 1/8)
@@ -54,7 +54,7 @@ def _specialists(behaviour: dict[str, np.ndarray]) -> dict[str, list[int]]:
 
 def test_retraining_gives_specialised_heads() -> None:
     pytest.importorskip("torch")
-    from lessons_lib.numpy_core import MultiHead
+    from lessons_lib.mha_numpy import MultiHead
     from lessons_lib.toy_task import train
 
     config = ToyConfig()

@@ -1,4 +1,5 @@
-"""Drawing functions (Matplotlib). Each returns the figure; the numbers come from plain functions.
+"""Drawing functions (Matplotlib); the numbers they draw come from plain functions.
 
-Submodules: ``heads`` (lesson 04: per-head heatmaps), ``kv`` (lesson 05: KV-cache charts).
+Submodules: ``attention_maps`` (lesson 04: per-head heatmaps, column blocks, split layouts),
+``cache_charts`` (lesson 05: KV-cache charts, which query heads share a K/V head).
 """

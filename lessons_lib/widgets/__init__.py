@@ -1,4 +1,5 @@
 """ipywidgets front-ends (no custom JavaScript). Each widget only wires controls to plain functions.
 
-Submodules: ``heads`` (lesson 04), ``kv`` (lesson 05).
+Submodules: ``base`` (`LessonWidget`, the interface and drawing they all share), ``head_widgets``
+(lesson 04), ``cache_widgets`` (lesson 05).
 """

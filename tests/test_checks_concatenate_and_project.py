@@ -1,4 +1,4 @@
-"""Tests for `lessons_lib.checks.lesson03`: each checker on the right answer and on every wrong
+"""Tests for `lessons_lib.checks.concatenate_and_project`: each checker on the right answer and on every wrong
 answer it recognises (the verdict must name the mistake), plus bad reference arguments."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from lessons_lib import numpy_core
+from lessons_lib import mha_numpy
 from lessons_lib.checks import Verdict
-from lessons_lib.checks.lesson03 import check_combine, check_linear_weight, check_merge, check_mha_mask
+from lessons_lib.checks.concatenate_and_project import check_combine, check_linear_weight, check_merge, check_mha_mask
 
 B, h, T, d_h = 2, 3, 4, 2
 D = h * d_h
@@ -24,7 +24,7 @@ def heads_out() -> NDArray[np.float64]:
 @pytest.fixture
 def wo() -> NDArray[np.float64]:
     """An output projection ``(D, D)`` in NumPy's ``(in, out)`` layout (not symmetric)."""
-    return numpy_core.init_weights(D, seed=2)["wo"]
+    return mha_numpy.init_weights(D, seed=2)["wo"]
 
 
 def assert_fails(verdict: Verdict, *words: str) -> None:
@@ -42,14 +42,14 @@ def test_merge_correct_and_equal_to_library(heads_out: NDArray[np.float64]) -> N
     verdict = check_merge(merged, heads_out)
     assert verdict.ok, verdict
     assert repr(verdict).startswith("[Q1 merge] correct: ")
-    assert check_merge(numpy_core.merge_heads(heads_out), heads_out).ok
+    assert check_merge(mha_numpy.merge_heads(heads_out), heads_out).ok
 
 
 def test_merge_accepts_torch_float32(heads_out: NDArray[np.float64]) -> None:
     torch = pytest.importorskip("torch")
-    from lessons_lib import torch_core
+    from lessons_lib import mha_torch
 
-    merged = torch_core.merge_heads(torch.from_numpy(heads_out).float())
+    merged = mha_torch.merge_heads(torch.from_numpy(heads_out).float())
     assert check_merge(merged, heads_out).ok
 
 
@@ -102,10 +102,10 @@ def test_linear_weight_correct(wo: NDArray[np.float64]) -> None:
 
 def test_linear_weight_from_library_layer() -> None:
     torch = pytest.importorskip("torch")
-    from lessons_lib import torch_core
+    from lessons_lib import mha_torch
 
-    numpy_layer = numpy_core.MultiHead(D, h, seed=3)
-    torch_layer = torch_core.MultiHead(D, h, seed=3, dtype=torch.float32)
+    numpy_layer = mha_numpy.MultiHead(D, h, seed=3)
+    torch_layer = mha_torch.MultiHead(D, h, seed=3, dtype=torch.float32)
     assert check_linear_weight(torch_layer.wq.weight, numpy_layer.wq).ok
     assert_fails(check_linear_weight(torch.from_numpy(numpy_layer.wq), numpy_layer.wq), "not transposed")
 
@@ -134,7 +134,7 @@ def test_linear_weight_bad_reference() -> None:
 
 
 def test_mha_mask_correct() -> None:
-    allowed = numpy_core.causal_mask(T)
+    allowed = mha_numpy.causal_mask(T)
     verdict = check_mha_mask(~allowed, allowed)
     assert verdict.ok, verdict
     assert "blocked" in verdict.message
@@ -142,27 +142,27 @@ def test_mha_mask_correct() -> None:
 
 def test_mha_mask_accepts_torch() -> None:
     pytest.importorskip("torch")
-    from lessons_lib import torch_core
+    from lessons_lib import mha_torch
 
-    allowed = torch_core.causal_mask(T, T + 2)
+    allowed = mha_torch.causal_mask(T, T + 2)
     assert check_mha_mask(~allowed, allowed).ok
     assert_fails(check_mha_mask(allowed, allowed), "inverted convention")
 
 
 def test_mha_mask_inverted() -> None:
-    allowed = numpy_core.causal_mask(T)
+    allowed = mha_numpy.causal_mask(T)
     assert_fails(check_mha_mask(allowed, allowed), "inverted convention", "True as blocked", "~allowed")
 
 
 def test_mha_mask_transposed() -> None:
-    allowed = numpy_core.causal_mask(T)
+    allowed = mha_numpy.causal_mask(T)
     assert_fails(check_mha_mask((~allowed).T, allowed), "transposed")
-    rectangular = numpy_core.causal_mask(T, T + 2)
+    rectangular = mha_numpy.causal_mask(T, T + 2)
     assert_fails(check_mha_mask((~rectangular).T, rectangular), "transposed")
 
 
 def test_mha_mask_additive() -> None:
-    allowed = numpy_core.causal_mask(T)
+    allowed = mha_numpy.causal_mask(T)
     additive = np.where(allowed, 0.0, -np.inf)
     assert check_mha_mask(additive, allowed).ok
     assert_fails(check_mha_mask(np.where(allowed, -np.inf, 0.0), allowed), "inverted additive")
@@ -170,7 +170,7 @@ def test_mha_mask_additive() -> None:
 
 
 def test_mha_mask_wrong_shape_pattern_and_dtype() -> None:
-    allowed = numpy_core.causal_mask(T)
+    allowed = mha_numpy.causal_mask(T)
     assert_fails(check_mha_mask(np.ones((T, T + 1), dtype=bool), allowed), "expected shape")
     assert_fails(check_mha_mask(np.zeros((T, T), dtype=bool), allowed), "pattern")
     assert_fails(check_mha_mask((~allowed).astype(int), allowed), "dtype")
@@ -186,7 +186,7 @@ def test_mha_mask_bad_reference() -> None:
 
 
 def test_combine_correct(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    output = numpy_core.merge_heads(heads_out) @ wo
+    output = mha_numpy.merge_heads(heads_out) @ wo
     verdict = check_combine(output, heads_out, wo)
     assert verdict.ok, verdict
     assert "row block i" in verdict.message
@@ -203,11 +203,11 @@ def test_combine_average_of_contributions(heads_out: NDArray[np.float64], wo: ND
 
 
 def test_combine_forgot_wo(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    assert_fails(check_combine(numpy_core.merge_heads(heads_out), heads_out, wo), "forgot", "W_o")
+    assert_fails(check_combine(mha_numpy.merge_heads(heads_out), heads_out, wo), "forgot", "W_o")
 
 
 def test_combine_wo_transposed(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    wrong = numpy_core.merge_heads(heads_out) @ wo.T
+    wrong = mha_numpy.merge_heads(heads_out) @ wo.T
     assert_fails(check_combine(wrong, heads_out, wo), "W_o is transposed")
 
 
@@ -232,6 +232,6 @@ def test_lesson03_checks_do_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, lessons_lib.checks.lesson03; print('torch' in sys.modules)"
+    code = "import sys, lessons_lib.checks.concatenate_and_project; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

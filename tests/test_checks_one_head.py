@@ -11,8 +11,8 @@ import pytest
 from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict
-from lessons_lib.checks.lesson01 import check_causal_mask, check_output, check_scores, check_weights
-from lessons_lib.numpy_core import attention, causal_mask, softmax
+from lessons_lib.checks.one_head import check_causal_mask, check_output, check_scores, check_weights
+from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 Floats = NDArray[np.float64]
 T, S, d, d_v = 3, 5, 4, 2

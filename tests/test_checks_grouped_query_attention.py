@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lessons_lib.checks.lesson05 import check_bytes_per_token, check_group_size, check_kv_head_mapping, check_repeat_kv
+from lessons_lib.checks.grouped_query_attention import check_bytes_per_token, check_group_size, check_kv_head_mapping, check_repeat_kv
 
 # Llama 3 8B: 32 layers, h = 32, h_kv = 8, d_h = 128, 2 bytes per element.
 SIZES = {"layers": 32, "heads": 32, "kv_heads": 8, "head_dim": 128}

@@ -1,6 +1,6 @@
 """Drawings for lesson 05: KV-cache sizes, which query heads share which K/V head, conversion error.
 
-Each function draws data it is given (computed by `lessons_lib.kv_cache` or `lessons_lib.gqa`)
+Each function draws data it is given (computed by `lessons_lib.kv_cache` or `lessons_lib.gqa_numpy`)
 onto ``ax`` (a new pyplot figure when ``ax`` is ``None``) and returns the figure.
 """
 

@@ -1,4 +1,4 @@
-"""lessons_lib.heads: loading the shipped layer, per-head maps, re-slicing, split layouts, costs."""
+"""lessons_lib.inspect_heads: loading the shipped layer, per-head maps, re-slicing, split layouts, costs."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessons_lib.heads import (
+from lessons_lib.inspect_heads import (
     EVAL_SEED,
     attention_cost,
     average_over_heads,
     column_blocks,
-    divisors,
+    head_options,
     embed,
     features_per_head,
     head_behaviour,
@@ -30,7 +30,7 @@ from lessons_lib.heads import (
     tokens_per_head,
     weight_entries,
 )
-from lessons_lib.numpy_core import softmax, split_heads
+from lessons_lib.mha_numpy import softmax, split_heads
 from lessons_lib.toy_task import make_batch, targets
 
 
@@ -112,7 +112,7 @@ def test_column_blocks_reassemble(sizes: tuple[int, int], seed: int) -> None:
 
 def test_head_columns_errors() -> None:
     w = np.zeros((8, 8))
-    with pytest.raises(ValueError, match="head must be an int in 0 .. 1"):
+    with pytest.raises(ValueError, match="head must be in 0 .. 1"):
         head_columns(w, 2, 2)
     with pytest.raises(ValueError, match="not divisible by heads h=3"):
         column_blocks(w, 3)
@@ -120,11 +120,12 @@ def test_head_columns_errors() -> None:
         column_blocks(np.zeros((8, 8), dtype=np.int64), 2)
 
 
-def test_divisors() -> None:
-    assert divisors(16) == [1, 2, 4, 8, 16]
-    assert divisors(12) == [1, 2, 3, 4, 6, 12]
+def test_head_options() -> None:
+    assert head_options(16) == [1, 2, 4, 8, 16]
+    assert head_options(12) == [1, 2, 3, 4, 6, 12]
+    assert head_options(np.int64(4)) == [1, 2, 4]
     with pytest.raises(ValueError, match="width"):
-        divisors(0)
+        head_options(0)
 
 
 def test_split_layout_walkthrough() -> None:
@@ -192,7 +193,7 @@ def test_costs() -> None:
     assert many["weight_entries"] == 4 * small["weight_entries"]
     assert many["score_multiplies"] == small["score_multiplies"] == 2 * 4 * 6 * 16
     assert (small["d_h"], many["d_h"]) == (8, 2)
-    with pytest.raises(ValueError, match="B must be a positive int"):
+    with pytest.raises(ValueError, match="B must be positive"):
         weight_entries(0, 1, 1, 1)
     with pytest.raises(ValueError, match="not divisible"):
         attention_cost(1, 1, 1, 16, 3)
@@ -200,8 +201,8 @@ def test_costs() -> None:
 
 def test_heads_module_does_not_import_torch() -> None:
     code = (
-        "import sys, lessons_lib.heads, lessons_lib.toy_task, lessons_lib.plotting.heads, "
-        "lessons_lib.widgets.heads, lessons_lib.checks.lesson04; "
+        "import sys, lessons_lib.inspect_heads, lessons_lib.toy_task, lessons_lib.plotting.attention_maps, "
+        "lessons_lib.widgets.head_widgets, lessons_lib.checks.inspecting_heads; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -214,7 +215,7 @@ def test_plots_return_figures(model) -> None:  # type: ignore[no-untyped-def]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lessons_lib.plotting.heads import plot_average_contrast, plot_head_grid, plot_head_map, plot_split_layouts
+    from lessons_lib.plotting.attention_maps import plot_average_contrast, plot_head_grid, plot_head_map, plot_split_layouts
 
     tokens, _ = make_batch(1, model.config, seed=EVAL_SEED)
     _, weights = run_layer(model, tokens)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lessons_lib.checks import Verdict
-from lessons_lib.checks.lesson04 import (
+from lessons_lib.checks.inspecting_heads import (
     check_head_columns,
     check_head_count,
     check_score_multiplies,

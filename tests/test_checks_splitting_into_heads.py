@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from lessons_lib import numpy_core
-from lessons_lib.checks.lesson02 import (
+from lessons_lib import mha_numpy
+from lessons_lib.checks.splitting_into_heads import (
     SPLIT_CASES,
     check_head_reads,
     check_head_width,
@@ -60,7 +60,7 @@ def test_labelled_input_rejects_sizes_that_would_overlap() -> None:
 # --- check_split ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fn", [split_reference, numpy_core.split_heads], ids=["inline", "library"])
+@pytest.mark.parametrize("fn", [split_reference, mha_numpy.split_heads], ids=["inline", "library"])
 def test_check_split_accepts_a_correct_split(fn: Any) -> None:
     verdict = check_split(fn)
     assert verdict.ok, verdict

@@ -10,13 +10,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from lessons_lib.kv_cache import MODELS, cache_bytes, kv_head_options  # noqa: E402
-from lessons_lib.plotting.kv import (  # noqa: E402
+from lessons_lib.plotting.cache_charts import (  # noqa: E402
     plot_cache_ladder,
     plot_conversion_error,
     plot_head_sharing,
     plot_models_cache,
 )
-from lessons_lib.widgets.kv import HeadSharing, KVCacheCalculator  # noqa: E402
+from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG"
 

@@ -1,25 +1,25 @@
 """Lesson 04: looking inside the heads of a multi-head layer (NumPy only).
 
-Everything here is a plain function on arrays; `lessons_lib.plotting.heads` draws the results and
-`lessons_lib.widgets.heads` wires them to controls.
+Everything here is a plain function on arrays; `lessons_lib.plotting.attention_maps` draws the results and
+`lessons_lib.widgets.head_widgets` wires them to controls.
 
 Notation: ``B`` batch, ``T`` query length, ``S`` source length, ``D`` model width, ``h`` heads,
-``d_h = D / h`` head width. Weights are ``(in, out) = (D, D)`` arrays as in `numpy_core.MultiHead`:
+``d_h = D / h`` head width. Weights are ``(in, out) = (D, D)`` arrays as in `mha_numpy.MultiHead`:
 head ``i`` owns *columns* ``i*d_h : (i+1)*d_h`` of ``wq``, ``wk`` and ``wv``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.numpy_core import MultiHead, attention, split_heads
+from lessons_lib.mha_numpy import MultiHead, _attention, _split_heads
 from lessons_lib.toy_task import DATA_PATH, ToyConfig, config_from_sizes, token_labels
-from lessons_lib.validation import check_float, check_layer_sizes, check_rank
-from lessons_lib.validation import divisors as positive_divisors
+from lessons_lib.validation import check_array, check_int, divisors, head_width
 
 Array = NDArray[np.floating]
 
@@ -33,7 +33,7 @@ __all__ = [
     "head_behaviour",
     "head_roles",
     "average_over_heads",
-    "divisors",
+    "head_options",
     "head_columns",
     "column_blocks",
     "head_maps",
@@ -77,9 +77,8 @@ def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
     with np.load(path) as data:
         arrays = {name: data[name] for name in data.files}
     config = config_from_sizes(arrays["sizes"], float(arrays["learning_rate"]))
-    layer = MultiHead(config.width, config.heads)
-    for name in ("wq", "wk", "wv", "wo"):
-        setattr(layer, name, arrays[name].astype(np.float64))  # replace the random init
+    wq, wk, wv, wo = (arrays[name].astype(np.float64) for name in ("wq", "wk", "wv", "wo"))
+    layer = MultiHead.from_weights(wq, wk, wv, wo, config.heads)
     return ToyHeads(
         config=config,
         token_embedding=arrays["token_embedding"].astype(np.float64),
@@ -92,11 +91,10 @@ def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
 
 def embed(model: ToyHeads, tokens: NDArray[np.integer]) -> Array:
     """``tokens (B, T)`` -> layer input ``x (B, T, D)`` = token embedding + position embedding."""
-    check_rank("tokens", tokens.shape, 2, "(B, T)", exact=True)
-    if tokens.shape[1] != model.config.length:
+    if np.ndim(tokens) != 2 or np.shape(tokens)[1] != model.config.length:
         raise ValueError(
-            f"tokens must have T={model.config.length} positions (the trained length), "
-            f"got shape {tuple(tokens.shape)}"
+            f"tokens must be (B, T) with T={model.config.length} positions (the trained length), "
+            f"got shape {np.shape(tokens)}"
         )
     x: Array = model.token_embedding[tokens] + model.position_embedding  # (B, T, D)
     return x
@@ -127,7 +125,7 @@ def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Arr
         (averaged over ``t >= 1``), on ``t + 1`` (over ``t <= T - 2``) and on the marked position
         (over all ``t``). Spreading evenly would give ``1 / S`` everywhere.
     """
-    check_rank("weights", weights.shape, 4, "(B, h, T, S)", exact=True)
+    check_array("weights", weights, "numpy", "(B, h, T, S)")
     B, h, T, S = weights.shape
     if T != S:
         raise ValueError(f"head_behaviour needs self-attention weights with T == S, got {weights.shape}")
@@ -154,23 +152,19 @@ def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]
 
 def average_over_heads(weights: Array) -> Array:
     """``(B, h, T, S) -> (B, T, S)``: a display shortcut only; no head computes this map."""
-    check_rank("weights", weights.shape, 4, "(B, h, T, S)", exact=True)
+    check_array("weights", weights, "numpy", "(B, h, T, S)")
     mean: Array = weights.mean(axis=1)
     return mean
 
 
-def divisors(width: int) -> list[int]:
-    """Every head count ``h`` that splits ``D = width`` into equal heads."""
-    check_layer_sizes(width, 1)
-    return positive_divisors(width)
+def head_options(width: int) -> list[int]:
+    """Every head count ``h`` that splits ``D = width`` into equal heads: the divisors of ``D``."""
+    return divisors(check_int("width", width, symbol="D"))
 
 
 def _check_projection(w: Array, heads: int) -> tuple[int, int]:
-    check_float("w", w)
-    check_rank("w", w.shape, 2, "(D_in, D) with heads side by side on the columns", exact=True)
-    D = w.shape[1]
-    check_layer_sizes(D, heads)
-    return D, D // heads
+    check_array("w", w, "numpy", "(D_in, D)")
+    return w.shape[1], head_width(w.shape[1], heads)
 
 
 def head_columns(w: Array, head: int, heads: int) -> Array:
@@ -180,8 +174,7 @@ def head_columns(w: Array, head: int, heads: int) -> Array:
     own ``d_h`` outputs (its columns ``i*d_h : (i+1)*d_h``).
     """
     D, d_h = _check_projection(w, heads)
-    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < heads:
-        raise ValueError(f"head must be an int in 0 .. {heads - 1} (h={heads}), got {head!r}")
+    head = check_int("head", head, low=0, high=int(heads) - 1)
     return w[:, head * d_h : (head + 1) * d_h]
 
 
@@ -191,7 +184,7 @@ def column_blocks(w: Array, heads: int) -> Array:
     The numbers do not change; only where the head boundaries fall does. ``column_blocks(w, h)[i]``
     equals ``head_columns(w, i, h)``.
     """
-    D, d_h = _check_projection(w, heads)
+    _, d_h = _check_projection(w, heads)
     return w.reshape(w.shape[0], heads, d_h).transpose(1, 0, 2)  # (D_in, D) -> (D_in, h, d_h) -> (h, D_in, d_h)
 
 
@@ -199,14 +192,14 @@ def head_maps(x: Array, wq: Array, wk: Array, heads: int) -> Array:
     """Attention maps of the same ``wq, wk (D, D)`` read as ``heads`` heads: ``(B, h, T, T)``.
 
     ``x (B, T, D)`` attends to itself; each head uses ``d_h = D / h`` columns and scales by
-    ``1/sqrt(d_h)``, exactly as `numpy_core.MultiHead` would with ``heads`` heads.
+    ``1/sqrt(d_h)``, exactly as `mha_numpy.MultiHead` would with ``heads`` heads.
     """
-    check_rank("x", x.shape, 3, "(B, T, D)", exact=True)
+    check_array("x", x, "numpy", "(B, T, D)")
     _check_projection(wq, heads)
     _check_projection(wk, heads)
-    q = split_heads(x @ wq, heads)  # (B, T, D) -> (B, h, T, d_h)
-    k = split_heads(x @ wk, heads)  # (B, T, D) -> (B, h, T, d_h)
-    _, weights = attention(q, k, k)  # values do not matter for the maps
+    q = _split_heads(x @ wq, int(heads))  # (B, T, D) -> (B, h, T, d_h)
+    k = _split_heads(x @ wk, int(heads))  # (B, T, D) -> (B, h, T, d_h)
+    _, weights = _attention(q, k, k, None)  # values do not matter for the maps
     return weights
 
 
@@ -214,18 +207,16 @@ def split_layout(length: int, width: int, heads: int, mode: str) -> NDArray[np.i
     """Which head each entry ``(t, feature)`` of a ``(T, D)`` input lands in: ``(T, D)`` head ids.
 
     ``mode="correct"``: reshape to ``(T, h, d_h)`` then transpose to ``(h, T, d_h)`` (what
-    `numpy_core.split_heads` does). ``mode="wrong"``: reshape straight to ``(h, T, d_h)``; the shape
+    `mha_numpy.split_heads` does). ``mode="wrong"``: reshape straight to ``(h, T, d_h)``; the shape
     is right but head ``i`` then receives whole tokens (a block of rows), not its ``d_h`` features.
     """
-    check_layer_sizes(width, heads)
-    if length <= 0:
-        raise ValueError(f"length (T) must be positive, got {length}")
+    d_h = head_width(width, heads)
+    length = check_int("length", length, symbol="T")
     if mode not in ("correct", "wrong"):
         raise ValueError(f"mode must be 'correct' or 'wrong', got {mode!r}")
-    d_h = width // heads
     entry = np.arange(length * width).reshape(1, length, width)  # (1, T, D): entry id = t*D + feature
     if mode == "correct":
-        split = split_heads(entry.astype(np.float64), heads).astype(np.int64)  # (1, h, T, d_h)
+        split = _split_heads(entry, heads)  # (1, h, T, d_h)
     else:
         split = entry.reshape(1, heads, length, d_h)  # the pitfall: same shape, wrong numbers
     owner = np.empty(length * width, dtype=np.int64)
@@ -244,16 +235,9 @@ def tokens_per_head(layout: NDArray[np.integer], heads: int) -> list[list[int]]:
     return [sorted({int(t) for t in np.nonzero(layout == i)[0]}) for i in range(heads)]
 
 
-def _positive_ints(**sizes: int) -> None:
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 def weight_entries(B: int, h: int, T: int, S: int) -> int:
     """Entries in a materialised attention-weight tensor ``(B, h, T, S)``: one map per head."""
-    _positive_ints(B=B, h=h, T=T, S=S)
-    return int(B) * int(h) * int(T) * int(S)
+    return math.prod(check_int(name, n) for name, n in (("B", B), ("h", h), ("T", T), ("S", S)))
 
 
 def attention_cost(B: int, T: int, S: int, D: int, h: int) -> dict[str, int]:
@@ -263,12 +247,6 @@ def attention_cost(B: int, T: int, S: int, D: int, h: int) -> dict[str, int]:
     ``mix_multiplies`` (weights @ values) the same: both depend on the total head width ``h*d_h``,
     not on how it is cut into heads.
     """
-    _positive_ints(B=B, T=T, S=S, D=D, h=h)
-    check_layer_sizes(int(D), int(h))
-    d_h = D // h
-    return {
-        "d_h": int(d_h),
-        "weight_entries": weight_entries(B, h, T, S),
-        "score_multiplies": int(B * h * T * S * d_h),
-        "mix_multiplies": int(B * h * T * S * d_h),
-    }
+    d_h = head_width(D, h)
+    entries = weight_entries(B, h, T, S)
+    return {"d_h": d_h, "weight_entries": entries, "score_multiplies": entries * d_h, "mix_multiplies": entries * d_h}

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict, as_numpy, failed, number_answer, passed
-from lessons_lib.numpy_core import attention
+from lessons_lib.mha_numpy import attention
 
 __all__ = ["check_weight_entries", "check_online_sum", "check_tiled_output"]
 

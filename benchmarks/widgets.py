@@ -1,8 +1,8 @@
 """Time one update of each lesson 04 widget: set a control's value -> new picture rendered (PNG).
 
-    python benchmarks/widgets_heads.py [--updates 20]
+    python benchmarks/widgets.py [--updates 20]
 
-Each update runs the widget's callback: new data from `lessons_lib.heads`, the changed artists
+Each update runs the widget's callback: new data from `lessons_lib.inspect_heads`, the changed artists
 drawn with Matplotlib's Agg backend, the PNG encoded and handed to the ``ipywidgets.Image``. The
 target is a median of at most 50 ms per update at lesson sizes. Timings depend on the machine and
 on its load, which is printed alongside.
@@ -23,8 +23,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from lessons_lib.heads import load_toy_heads  # noqa: E402
-from lessons_lib.widgets.heads import HeadExplorer, HeadReslicer, SplitExplorer  # noqa: E402
+from lessons_lib.inspect_heads import load_toy_heads  # noqa: E402
+from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer  # noqa: E402
 
 TARGET_MS = 50.0
 

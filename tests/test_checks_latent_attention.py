@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons_lib.checks.lesson06 import (
+from lessons_lib.checks.latent_attention import (
     check_absorbed_query_weight,
     check_equivalent_kv_heads,
     check_mla_cache_elements,

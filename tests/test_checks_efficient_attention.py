@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons_lib.checks.lesson07 import check_online_sum, check_tiled_output, check_weight_entries
+from lessons_lib.checks.efficient_attention import check_online_sum, check_tiled_output, check_weight_entries
 from lessons_lib.efficient import online_softmax_trace, tiled_attention
 
 SIZES = dict(B=2, h=8, T=5, S=7)

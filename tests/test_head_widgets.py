@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lessons_lib.heads import load_toy_heads, run_layer  # noqa: E402
-from lessons_lib.widgets.heads import HeadExplorer, HeadReslicer, SplitExplorer, _runs, _tile  # noqa: E402
+from lessons_lib.inspect_heads import load_toy_heads, run_layer  # noqa: E402
+from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer, _runs, _tile  # noqa: E402
 
 PNG = b"\x89PNG"
 

@@ -1,8 +1,8 @@
 """Lesson 04 pictures: per-head attention heatmaps, a grid of heads, the head average for contrast.
 
-``draw_*`` functions draw onto given axes and return the artist (the widgets reuse them and then
-only update the artist's data); ``plot_*`` functions create a figure and return it. The numbers
-come from `lessons_lib.heads`.
+``draw_*`` functions draw onto given axes and return the artists (the widgets of
+`lessons_lib.widgets.head_widgets` draw once with them and then only update the artists' data);
+``plot_*`` functions create a figure and return it. The numbers come from `lessons_lib.inspect_heads`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
 from lessons_lib.validation import check_rank
@@ -21,7 +22,11 @@ from lessons_lib.validation import check_rank
 __all__ = [
     "draw_map",
     "draw_columns",
+    "draw_cut_matrix",
     "draw_split_layout",
+    "draw_tiled_maps",
+    "label_tokens",
+    "tile_maps",
     "plot_head_map",
     "plot_head_grid",
     "plot_average_contrast",
@@ -50,13 +55,18 @@ def draw_map(
     _check_labels("query_labels", query_labels, weights.shape[0])
     _check_labels("key_labels", key_labels, weights.shape[1])
     image = ax.imshow(weights, cmap=MAP_CMAP, vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(len(key_labels)), key_labels)
-    ax.set_yticks(range(len(query_labels)), query_labels)
+    label_tokens(ax, query_labels, key_labels)
     ax.tick_params(length=0, labelsize=8)
     ax.set_xlabel("source (key)", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     ax.set_title(title, fontsize=9)
     return image
+
+
+def label_tokens(ax: Axes, query_labels: Sequence[str], key_labels: Sequence[str]) -> None:
+    """Token labels on a map's axes: keys along the bottom, queries down the side."""
+    ax.set_xticks(range(len(key_labels)), key_labels)
+    ax.set_yticks(range(len(query_labels)), query_labels)
 
 
 def draw_columns(ax: Axes, block: NDArray[np.floating], title: str, first_column: int = 0, limit: float | None = None) -> AxesImage:
@@ -74,8 +84,51 @@ def draw_columns(ax: Axes, block: NDArray[np.floating], title: str, first_column
     return image
 
 
+def draw_cut_matrix(ax: Axes, w: NDArray[np.floating]) -> list[Line2D]:
+    """A projection ``w (D_in, D)`` and, hidden, a line at each column boundary ``1 .. D-1``.
+
+    Cutting ``w`` into ``h`` heads = showing the lines at multiples of ``d_h = D / h`` (set their
+    visibility); the matrix itself never changes.
+    """
+    check_rank("w", w.shape, 2, "(D_in, D)", exact=True)
+    limit = float(np.abs(w).max())
+    ax.imshow(w, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit)
+    ax.set_xlabel("column (output feature)", fontsize=8)
+    ax.set_ylabel("input feature", fontsize=8)
+    ax.tick_params(labelsize=7)
+    return [ax.axvline(col - 0.5, color="black", linewidth=1.5, visible=False) for col in range(1, w.shape[1])]
+
+
+def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArray[np.float64]:
+    """Place ``maps (h, T, S)`` in a fixed grid of ``slots`` cells, NaN (blank) between and after.
+
+    The grid has one size whatever ``h`` is, so a picture of it only needs new image data.
+    """
+    check_rank("maps", maps.shape, 3, "(h, T, S)", exact=True)
+    h, T, S = maps.shape
+    if h > slots:
+        raise ValueError(f"cannot place h={h} maps in {slots} slots; make sure slots >= h")
+    cols = min(slots, per_row)
+    rows = -(-slots // cols)
+    tiled = np.full((rows * (T + 1) - 1, cols * (S + 1) - 1), np.nan)
+    for i in range(h):
+        r, c = divmod(i, cols)
+        tiled[r * (T + 1) : r * (T + 1) + T, c * (S + 1) : c * (S + 1) + S] = maps[i]
+    return tiled
+
+
+def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int) -> AxesImage:
+    """``maps (h, T, S)`` side by side in a grid of ``slots`` cells (see `tile_maps`), no axes.
+
+    Update the picture with ``image.set_data(tile_maps(new_maps, slots))``.
+    """
+    image = ax.imshow(tile_maps(maps, slots), cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal")
+    ax.axis("off")
+    return image
+
+
 def draw_split_layout(ax: Axes, layout: NDArray[np.integer], heads: int, title: str) -> AxesImage:
-    """``layout (T, D)`` head ids from `heads.split_layout`, one colour per head."""
+    """``layout (T, D)`` head ids from `inspect_heads.split_layout`, one colour per head."""
     check_rank("layout", layout.shape, 2, "(T, D)", exact=True)
     image = ax.imshow(layout, cmap=HEAD_CMAP, vmin=-0.5, vmax=9.5, aspect="auto")
     T, D = layout.shape

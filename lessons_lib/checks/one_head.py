@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict, as_numpy, failed, passed
-from lessons_lib.numpy_core import attention, causal_mask, softmax
+from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 __all__ = ["check_scores", "check_weights", "check_causal_mask", "check_output"]
 

@@ -1,0 +1,168 @@
+"""The one interface every lesson widget shares, and the one way they all draw (lessons 04 and 05).
+
+A widget is one or two rows of ipywidgets controls above a picture (and, for some, a line of text).
+Every widget exposes the same three things:
+
+* ``.controls``: name -> ipywidgets control. Set ``w.controls["head"].value = 2`` in a test or a
+  notebook cell exactly as a learner moves the control;
+* ``.data``: name -> the plain values and arrays the widget shows now: each control's value under
+  the control's name, then what is computed from them (text readouts included);
+* ``.ui``: the displayable ipywidgets box. Displaying the widget displays it; viewers that cannot
+  run widgets (GitHub, nbviewer) show its ``repr``, e.g. ``HeadExplorer(head=0, sequence=0, average=False)``.
+
+A subclass supplies the controls and three steps: ``_compute`` (plain functions from
+`lessons_lib` turn the controls' values into ``.data``), ``_build`` (lay out the figure once, with
+`lessons_lib.plotting`) and ``_draw`` (show ``.data`` in that figure). This base wires them together:
+every change of a control's value recomputes ``.data`` and renders a new picture. Callbacks print
+nothing and the figure is not managed by pyplot, so nothing appears in or is left behind by a cell.
+
+Pictures are rendered with Agg at ``PIXEL_DENSITY`` (2) times the pixel density of their displayed
+size and shown in an ``ipywidgets.Image`` whose CSS size is the displayed size: crisp on HiDPI screens.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image as PILImage
+
+__all__ = ["DISPLAY_DPI", "PIXEL_DENSITY", "LessonWidget"]
+
+DISPLAY_DPI = 100  # CSS pixels per figure inch, as Matplotlib's default for the lessons' static figures
+PIXEL_DENSITY = 2  # PNG pixels per CSS pixel (a HiDPI screen shows 2 or more device pixels per CSS pixel)
+
+
+def _fit_labels(control: widgets.ValueWidget) -> None:
+    """One look for every control: descriptions and option labels shown in full, never cut off."""
+    control.style.description_width = "initial"  # as wide as the description needs
+    if isinstance(control, widgets.Checkbox):
+        control.indent = False  # no empty description column before the box
+    if isinstance(control, widgets.ToggleButtons):
+        labels = [str(option[0] if isinstance(option, tuple) else option) for option in control.options]
+        longest = max(len(label) for label in labels)
+        control.style.button_width = f"{0.6 * longest + 2:.1f}em"  # about 0.5 em per character, plus padding
+
+
+class LessonWidget(ABC):
+    """Base of every lesson widget: ``.controls`` in, ``.data`` out, ``.ui`` to display.
+
+    A subclass sets what ``_compute`` needs, then calls ``super().__init__(controls, size, rows)``:
+    ``size`` is the picture's displayed size in inches (``DISPLAY_DPI`` CSS pixels each) and ``rows``
+    groups the control names into rows (default: one row, in the order of ``controls``).
+    """
+
+    def __init__(
+        self,
+        controls: dict[str, widgets.ValueWidget],
+        size: tuple[float, float],
+        rows: Sequence[Sequence[str]] | None = None,
+    ) -> None:
+        self.controls = controls
+        for control in controls.values():
+            _fit_labels(control)
+        self.figure = Figure(figsize=size, dpi=DISPLAY_DPI * PIXEL_DENSITY)
+        FigureCanvasAgg(self.figure)
+        width, height = (round(inches * DISPLAY_DPI) for inches in size)
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(width=f"{width}px", height=f"{height}px", object_fit="contain")
+        )
+        self.readout = widgets.HTML()
+        self._holding = False
+        self._backgrounds: dict[Hashable, Any] = {}
+        self.data: dict[str, Any] = self._compute()
+        self._dynamic: list[Artist] = self._build()
+        for artist in self._dynamic:
+            artist.set_animated(True)  # left out of the cached background, drawn on every update
+        self._show()
+        for name, control in controls.items():
+            control.observe(lambda _change, name=name: self._on_value(name), names="value")
+        rows = [list(controls)] if rows is None else rows
+        boxes = [widgets.HBox([controls[name] for name in row]) for row in rows]
+        text = [self.readout] if "readout" in self.data else []
+        self.ui = widgets.VBox([*boxes, self.image, *text])
+
+    @abstractmethod
+    def _compute(self) -> dict[str, Any]:
+        """What to show, from the controls' values: plain values and arrays, no drawing."""
+
+    @abstractmethod
+    def _build(self) -> list[Artist]:
+        """Lay out ``self.figure`` once. Return the artists ``_draw`` changes (``[]``: redraw it all)."""
+
+    @abstractmethod
+    def _draw(self) -> None:
+        """Show ``self.data`` in the figure built by ``_build``."""
+
+    def _background_key(self) -> Hashable:
+        """Which cached background fits ``self.data`` (override when the static part changes)."""
+        return None
+
+    def _changed(self, name: str) -> None:
+        """Called when control ``name`` changes; override to adjust other controls first."""
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute ``.data`` from the controls and show it."""
+        self.data = self._compute()
+        self._show()
+
+    def _on_value(self, name: str) -> None:
+        if not self._holding:
+            self._changed(name)
+
+    def _replace_options(self, name: str, options: Sequence[Any], value: Any) -> None:
+        """New options (and value) for control ``name`` without a redraw per intermediate value."""
+        self._holding = True
+        try:
+            self.controls[name].options = options
+            self.controls[name].value = value
+        finally:
+            self._holding = False
+
+    def _show(self) -> None:
+        self._draw()
+        self._render()
+        if "readout" in self.data:
+            self.readout.value = html.escape(self.data["readout"])
+
+    def _render(self) -> None:
+        """Draw the figure with Agg and hand the PNG to ``self.image`` (the browser swaps the picture).
+
+        Speed: with dynamic artists, the rest (axes, tick labels) is drawn once per background key
+        and kept; an update restores it and draws only the dynamic artists on top.
+        """
+        canvas = self.figure.canvas
+        assert isinstance(canvas, FigureCanvasAgg)
+        key = self._background_key()
+        if not self._dynamic:
+            canvas.draw()  # type: ignore[no-untyped-call]
+        elif key not in self._backgrounds:
+            canvas.draw()  # type: ignore[no-untyped-call]  # everything except the dynamic artists
+            self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+        else:
+            canvas.restore_region(self._backgrounds[key])  # type: ignore[no-untyped-call]
+        for artist in self._dynamic:
+            self.figure.draw_artist(artist)
+        width, height = canvas.get_width_height()
+        pixels = canvas.buffer_rgba()  # type: ignore[no-untyped-call]
+        picture = PILImage.frombuffer("RGBA", (width, height), pixels, "raw", "RGBA", 0, 1)
+        buffer = io.BytesIO()
+        picture.save(buffer, format="png", compress_level=1)  # fast: speed matters more than bytes here
+        self.image.value = buffer.getvalue()
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={control.value!r}" for name, control in self.controls.items())
+        return f"{type(self).__name__}({values})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle: dict[str, Any] = self.ui._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = repr(self)  # what viewers without a widget manager show
+        return bundle

@@ -1,0 +1,231 @@
+"""Lesson 04 widgets: explore the heads of the trained toy layer, re-slice its weights, split an input.
+
+Thin `LessonWidget` subclasses (see `lessons_lib.widgets.base` for the shared interface:
+``.controls``, ``.data``, ``.ui``): the numbers come from `lessons_lib.inspect_heads`, the drawing
+from `lessons_lib.plotting.attention_maps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.artist import Artist
+
+from lessons_lib.inspect_heads import (
+    EVAL_SEED,
+    ToyHeads,
+    average_over_heads,
+    column_blocks,
+    embed,
+    features_per_head,
+    head_columns,
+    head_maps,
+    head_options,
+    load_toy_heads,
+    run_layer,
+    split_layout,
+    tokens_per_head,
+)
+from lessons_lib.plotting.attention_maps import (
+    draw_columns,
+    draw_cut_matrix,
+    draw_map,
+    draw_split_layout,
+    draw_tiled_maps,
+    label_tokens,
+    tile_maps,
+)
+from lessons_lib.toy_task import make_batch
+from lessons_lib.widgets.base import LessonWidget
+
+__all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
+
+PROJECTIONS = ("wq", "wk", "wv")
+
+
+class HeadExplorer(LessonWidget):
+    """Pick a head and a sequence: its attention map next to its columns of ``wq``, ``wk``, ``wv``.
+
+    Controls: ``head`` (0 .. h-1), ``sequence`` (0 .. B-1), ``average`` (show the mean over heads
+    instead of the chosen head's map; the columns still show the chosen head). ``.data`` holds
+    those three values and ``labels`` (the sequence's tokens), ``map (T, S)``, ``title`` (the map's),
+    ``columns`` (start, stop) and the head's column blocks ``wq, wk, wv (D, d_h)``.
+    """
+
+    def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
+        self.model = load_toy_heads() if model is None else model
+        self.tokens, self.marker = make_batch(batch_size, self.model.config, seed=seed)
+        _, self.weights = run_layer(self.model, self.tokens)  # (B, h, T, S)
+        self.averaged = average_over_heads(self.weights)  # (B, T, S)
+        heads = [(f"head {i}", i) for i in range(self.model.layer.heads)]
+        controls = {
+            "head": widgets.Dropdown(options=heads, value=0, description="head"),
+            "sequence": widgets.IntSlider(value=0, min=0, max=batch_size - 1, description="sequence"),
+            "average": widgets.Checkbox(value=False, description="average over heads"),
+        }
+        super().__init__(controls, size=(9.0, 2.8))
+
+    def _compute(self) -> dict[str, Any]:
+        head, item = int(self.controls["head"].value), int(self.controls["sequence"].value)
+        average = bool(self.controls["average"].value)
+        layer = self.model.layer
+        shown = "mean of all heads (no head's map)" if average else f"head {head}"
+        return {
+            "head": head,
+            "sequence": item,
+            "average": average,
+            "labels": self.model.labels(self.tokens[item]),
+            "map": self.averaged[item] if average else self.weights[item, head],
+            "title": f"seq {item}: {shown}",
+            "columns": (head * layer.head_width, (head + 1) * layer.head_width),
+            **{name: head_columns(getattr(layer, name), head, layer.heads) for name in PROJECTIONS},
+        }
+
+    def _build(self) -> list[Artist]:
+        self._axes = self.figure.subplots(1, 4, gridspec_kw={"width_ratios": [2.0, 1, 1, 1]})
+        self.figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.87, wspace=0.35)
+        labels = self.data["labels"]
+        self._map = draw_map(self._axes[0], self.data["map"], labels, labels)
+        self._labelled = self.data["sequence"]  # the sequence whose tokens label the map's axes
+        layer = self.model.layer
+        self._columns = []
+        for ax, name in zip(self._axes[1:], PROJECTIONS):
+            limit = float(np.abs(getattr(layer, name)).max())  # one colour scale per matrix, so heads compare
+            self._columns.append(draw_columns(ax, self.data[name], name, 0, limit))
+            ax.set_xlabel(f"its d_h={layer.head_width} columns", fontsize=8)
+            ax.set_xticks([])
+        return [self._map, *self._columns, *(ax.title for ax in self._axes)]
+
+    def _background_key(self) -> Hashable:
+        return self.data["sequence"]  # the token labels are part of the background
+
+    def _draw(self) -> None:
+        d = self.data
+        self._map.set_data(d["map"])
+        if d["sequence"] != self._labelled:
+            label_tokens(self._axes[0], d["labels"], d["labels"])
+            self._labelled = d["sequence"]
+        self._axes[0].set_title(d["title"], fontsize=9)
+        start, stop = d["columns"]
+        for ax, image, name in zip(self._axes[1:], self._columns, PROJECTIONS):
+            image.set_data(d[name])
+            ax.set_title(f"{name}[:, {start}:{stop}]", fontsize=9)
+
+
+class HeadReslicer(LessonWidget):
+    """Keep ``D`` fixed, choose ``h`` (a divisor of ``D``): the same ``wq, wk`` cut into h heads.
+
+    Controls: ``heads`` (the valid h for D), ``sequence`` (0 .. B-1). ``.data`` holds those two values
+    and ``d_h``, ``boundaries`` (each head's column range), ``wq_blocks, wk_blocks (h, D, d_h)``,
+    ``maps (h, T, T)`` for the chosen sequence, its token ``labels`` and the maps' ``title``. Only the
+    trained ``h`` gives the trained maps; any other cut is the same numbers read as different heads.
+    """
+
+    def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
+        self.model = load_toy_heads() if model is None else model
+        self.tokens, _ = make_batch(batch_size, self.model.config, seed=seed)
+        self.x = embed(self.model, self.tokens)  # (B, T, D)
+        layer = self.model.layer
+        controls = {
+            "heads": widgets.Dropdown(options=head_options(layer.width), value=layer.heads, description="h"),
+            "sequence": widgets.IntSlider(value=0, min=0, max=batch_size - 1, description="sequence"),
+        }
+        super().__init__(controls, size=(9.0, 2.8))
+
+    def _compute(self) -> dict[str, Any]:
+        h, item = int(self.controls["heads"].value), int(self.controls["sequence"].value)
+        layer = self.model.layer
+        d_h = layer.width // h
+        labels = self.model.labels(self.tokens[item])
+        return {
+            "heads": h,
+            "sequence": item,
+            "d_h": d_h,
+            "boundaries": [(i * d_h, (i + 1) * d_h) for i in range(h)],
+            "wq_blocks": column_blocks(layer.wq, h),
+            "wk_blocks": column_blocks(layer.wk, h),
+            "maps": head_maps(self.x[item : item + 1], layer.wq, layer.wk, h)[0],  # (1, h, T, T) -> (h, T, T)
+            "labels": labels,
+            "title": f"sequence {item} ({' '.join(labels)}): maps of heads 0..{h - 1}",
+        }
+
+    def _build(self) -> list[Artist]:
+        self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.6]})
+        self.figure.subplots_adjust(left=0.05, right=0.99, bottom=0.14, top=0.86, wspace=0.12)
+        self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
+        self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.model.layer.width)
+        return [self._tiles, *self._edges, self._wq_ax.title, self._maps_ax.title]
+
+    def _draw(self) -> None:
+        d = self.data
+        for col, line in enumerate(self._edges, start=1):
+            line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
+        self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)
+        self._tiles.set_data(tile_maps(d["maps"], slots=self.model.layer.width))
+        self._maps_ax.set_title(d["title"], fontsize=9)
+
+
+def _runs(values: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``: compact text for a sorted list of indices."""
+    parts: list[str] = []
+    start = previous = values[0]
+    for value in [*values[1:], None]:
+        if value is not None and value == previous + 1:
+            previous = value
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if value is not None:
+            start = previous = value
+    return ", ".join(parts)
+
+
+class SplitExplorer(LessonWidget):
+    """Correct split (reshape then transpose) vs the wrong direct reshape, on a ``(T, D)`` input.
+
+    Controls: ``split`` ("correct" / "wrong"), ``heads`` (the valid h for D, above 1). ``.data``
+    holds those two values and ``d_h``, ``layout (T, D)`` head ids, per head the input ``features``
+    and token positions (``tokens``) it receives, the ``legend`` text and the ``title``.
+    """
+
+    def __init__(self, length: int = 4, width: int = 8, heads: int = 2) -> None:
+        self.length, self.width = length, width
+        options = [n for n in head_options(width) if n > 1]
+        if heads not in options:
+            raise ValueError(f"heads must be one of the divisors of width={width} above 1: {options}, got {heads}")
+        controls = {
+            "split": widgets.ToggleButtons(options=["correct", "wrong"], value="correct", description="split"),
+            "heads": widgets.Dropdown(options=options, value=heads, description="h"),
+        }
+        super().__init__(controls, size=(7.6, 2.6))
+
+    def _compute(self) -> dict[str, Any]:
+        mode, h = str(self.controls["split"].value), int(self.controls["heads"].value)
+        layout = split_layout(self.length, self.width, h, mode)
+        features, tokens = features_per_head(layout, h), tokens_per_head(layout, h)
+        how = "reshape then transpose" if mode == "correct" else "direct reshape (wrong)"
+        return {
+            "split": mode,
+            "heads": h,
+            "d_h": self.width // h,
+            "layout": layout,
+            "features": features,
+            "tokens": tokens,
+            "legend": "\n".join(
+                f"head {i}: tokens {_runs(t)}, features {_runs(f)}" for i, (f, t) in enumerate(zip(features, tokens))
+            ),
+            "title": f"{how}, h={h}: colour = head",
+        }
+
+    def _build(self) -> list[Artist]:
+        self._ax = self.figure.add_axes((0.08, 0.18, 0.5, 0.7))
+        self._image = draw_split_layout(self._ax, self.data["layout"], self.data["heads"], "")
+        self._legend = self.figure.text(0.62, 0.85, "", va="top", fontsize=8, family="monospace")
+        return [self._image, self._legend, self._ax.title]
+
+    def _draw(self) -> None:
+        self._image.set_data(self.data["layout"])
+        self._legend.set_text(self.data["legend"])
+        self._ax.set_title(self.data["title"], fontsize=9)

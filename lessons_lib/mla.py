@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.mha_numpy import _attention, causal_mask, softmax
-from lessons_lib.rope import apply_rope
+from lessons_lib.rope import _rope
 from lessons_lib.validation import check_array, check_int, check_weight, check_width, layer_mask
 
 __all__ = ["LatentAttention", "LatentCache", "mla_cache_bytes"]
@@ -216,14 +216,14 @@ class LatentAttention:
     def compress(self, x: Array, positions: NDArray[np.integer]) -> tuple[Array, Array]:
         """What the cache stores: ``latent (B, S, d_c)`` and the rotated ``rope_key (B, S, d_rope)``."""
         latent = x @ self.w_dkv  # (B, S, D) @ (D, d_c) -> (B, S, d_c)
-        rope_key = apply_rope(x @ self.w_kr, positions, self.base)  # (B, S, d_rope), rotated once
+        rope_key = _rope(x @ self.w_kr, positions, self.base)  # (B, S, d_rope), rotated once
         return latent, rope_key
 
     def queries(self, x: Array, positions: NDArray[np.integer]) -> tuple[Array, Array]:
         """Per-head ``q (B, h, T, d_nope)`` and rotated ``q_rope (B, h, T, d_rope)``."""
         q = np.einsum("btd,hdn->bhtn", x, self.w_q)  # (B, T, D) x (h, D, d_nope) -> (B, h, T, d_nope)
         q_rope = np.einsum("btd,hdr->bhtr", x, self.w_qr)  # -> (B, h, T, d_rope)
-        return q, apply_rope(q_rope, positions, self.base)
+        return q, _rope(q_rope, positions, self.base)
 
     # ----- the explicit route: rebuild every head's K and V -----------------------------------
     def explicit(self, x: Array, allowed: Mask | None = None) -> tuple[Array, Array]:
@@ -261,7 +261,7 @@ class LatentAttention:
     ) -> tuple[Array, Array]:
         """Queries from ``x (B, T, D)`` attend to ``cache``; returns ``(output (B, T, D), weights)``."""
         q_latent = np.einsum("btd,hdc->bhtc", x, self.absorbed_query_weight)  # (B, h, T, d_c)
-        q_rope = apply_rope(np.einsum("btd,hdr->bhtr", x, self.w_qr), positions, self.base)  # (B, h, T, d_rope)
+        q_rope = _rope(np.einsum("btd,hdr->bhtr", x, self.w_qr), positions, self.base)  # (B, h, T, d_rope)
         scores = (
             q_latent @ np.swapaxes(cache.latent, -1, -2)[:, None]  # (B, h, T, d_c) @ (B, 1, d_c, S)
             + q_rope @ np.swapaxes(cache.rope_key, -1, -2)[:, None]  # (B, h, T, d_rope) @ (B, 1, d_rope, S)

@@ -71,7 +71,12 @@ def apply_rope(x: Array, positions: Positions, base: float = 10000.0) -> Array:
             f"positions has {pos.shape[0]} entries but x has {x.shape[-2]} rows on axis -2 "
             f"(shape {tuple(x.shape)}); give one position per row"
         )
-    return _rotate(x, _angles(pos, d, _check_base(base)))
+    return _rope(x, pos, _check_base(base))
+
+
+def _rope(x: Array, positions: Array, base: float) -> Array:
+    """`apply_rope` without its checks, for callers that checked ``x`` and built ``positions`` themselves."""
+    return _rotate(x, _angles(np.asarray(positions, dtype=np.float64), x.shape[-1], base))
 
 
 def _rotate(x: Array, angles: Array) -> Array:

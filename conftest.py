@@ -8,4 +8,4 @@ comparison, so we build the cache here, in the pytest process, before any notebo
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.font_manager  # noqa: E402,F401  (importing it builds the cache)
+import matplotlib.font_manager

@@ -26,8 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from xml.etree import ElementTree
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_TARGET_S = 2.5

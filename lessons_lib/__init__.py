@@ -13,7 +13,8 @@ The map, lesson by lesson (``*_numpy`` and ``*_torch`` twins mirror each other l
 - 06 latent attention: `rope` (rotary positions), `mla` (``LatentAttention``, NumPy only).
 - 07 efficient attention: `efficient` (online softmax, tiled attention; NumPy only).
 - Every lesson: `checks.<lesson topic>` holds its Quick-check functions (``checks.one_head`` for
-  ``01_one_head.ipynb``, ...); `checks.common` the answer parsing and ``Verdict`` they share.
+  ``01_one_head.ipynb``, ...); the `checks` package itself holds what they share: answer parsing,
+  one tolerance and the ``Verdict``.
 - `widgets.base` is the interface every widget shares; `validation` holds the argument checks every
   public function runs once at its boundary (internal: lessons never import it).
 

@@ -31,7 +31,13 @@ Mask = NDArray[np.bool_]
 
 def _check_block(name: str, value: int) -> int:
     """A positive number of positions per block (1: one at a time; >= S: a single block)."""
-    return check_int(name, value)
+    try:
+        return check_int(name, value)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be a positive number of positions per block, got {name}={value}; "
+            f"use 1 for one position at a time, or a value >= S for a single block"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -99,9 +105,9 @@ def _stream_keys(
     """Attention of the query rows in ``q (..., t, d)`` streaming over key blocks; ``(..., t, d_v)``."""
     batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     t, S = q.shape[-2], k.shape[-2]
-    running_max = np.full(batch_shape + (t,), -np.inf, dtype=q.dtype)
-    running_sum = np.zeros(batch_shape + (t,), dtype=q.dtype)
-    acc = np.zeros(batch_shape + (t, v.shape[-1]), dtype=q.dtype)  # un-normalised output
+    running_max = np.full((*batch_shape, t), -np.inf, dtype=q.dtype)
+    running_sum = np.zeros((*batch_shape, t), dtype=q.dtype)
+    acc = np.zeros((*batch_shape, t, v.shape[-1]), dtype=q.dtype)  # un-normalised output
     for start in range(0, S, block_size):
         stop = min(start + block_size, S)
         scores = q @ np.swapaxes(k[..., start:stop, :], -1, -2)  # (..., t, d) @ (..., d, n) -> (..., t, n)
@@ -152,7 +158,7 @@ def tiled_attention(
     q_step = T if query_block_size is None else query_block_size
     if q_step >= T:
         return _stream_keys(q, k, v, allowed, block_size, scale)
-    out = np.empty(batch_shape + (T, v.shape[-1]), dtype=np.result_type(q, k, v))
+    out = np.empty((*batch_shape, T, v.shape[-1]), dtype=np.result_type(q, k, v))
     for start in range(0, T, q_step):
         stop = min(start + q_step, T)
         rows_mask = None

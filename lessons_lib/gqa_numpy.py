@@ -96,8 +96,10 @@ class GroupedQueryAttention:
         D = int(wq.shape[0])
         kv_width = int(kv_heads) * head_width(D, heads)
         group_size(heads, kv_heads)
-        for name, w, shape in (("wq", wq, (D, D)), ("wk", wk, (D, kv_width)), ("wv", wv, (D, kv_width)), ("wo", wo, (D, D))):
-            check_weight(name, w, shape, "numpy", "(D, D)" if shape == (D, D) else "(D, h_kv * d_h)")
+        for name, w in (("wq", wq), ("wo", wo)):
+            check_weight(name, w, (D, D), "numpy", "(D, D)")
+        for name, w in (("wk", wk), ("wv", wv)):
+            check_weight(name, w, (D, kv_width), "numpy", "(D, h_kv * d_h)")
         check_same_dtype({"wq": wq, "wk": wk, "wv": wv, "wo": wo})
         layer = cls.__new__(cls)
         layer.wq, layer.wk, layer.wv, layer.wo = wq, wk, wv, wo
@@ -181,7 +183,8 @@ def pool_kv_columns(w: Array, heads: int, kv_heads: int) -> Array:
     g = group_size(heads, kv_heads)
     D, width = w.shape
     per_head = w.reshape(D, int(kv_heads), g, width // int(heads))  # (D, h*d_h) -> (D, h_kv, g, d_h)
-    return per_head.mean(axis=2).reshape(D, -1)  # (D, h_kv, d_h) -> (D, h_kv*d_h)
+    pooled: Array = per_head.mean(axis=2).reshape(D, -1)  # (D, h_kv, d_h) -> (D, h_kv*d_h)
+    return pooled
 
 
 def from_multihead(layer: MultiHead, kv_heads: int) -> GroupedQueryAttention:

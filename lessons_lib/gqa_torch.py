@@ -61,7 +61,9 @@ class GroupedQueryAttention(nn.Module):
     `mha_torch.MultiHead`. `GroupedQueryAttention.from_weights` takes given weights instead.
     """
 
-    def __init__(self, width: int, heads: int, kv_heads: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self, width: int, heads: int, kv_heads: int, seed: int = 0, dtype: torch.dtype = torch.float32
+    ) -> None:
         kv_width = int(kv_heads) * head_width(width, heads)
         group_size(heads, kv_heads)
         w = linear_weights(width, seed, check_float_dtype(dtype, "torch"))
@@ -82,8 +84,10 @@ class GroupedQueryAttention(nn.Module):
         D = int(wq.shape[0])
         kv_width = int(kv_heads) * head_width(D, heads)
         group_size(heads, kv_heads)
-        for name, w, shape in (("wq", wq, (D, D)), ("wk", wk, (kv_width, D)), ("wv", wv, (kv_width, D)), ("wo", wo, (D, D))):
-            check_weight(name, w, shape, "torch", "(D, D)" if shape == (D, D) else "(h_kv * d_h, D)")
+        for name, w in (("wq", wq), ("wo", wo)):
+            check_weight(name, w, (D, D), "torch", "(D, D)")
+        for name, w in (("wk", wk), ("wv", wv)):
+            check_weight(name, w, (kv_width, D), "torch", "(h_kv * d_h, D)")
         check_same_dtype({"wq": wq, "wk": wk, "wv": wv, "wo": wo})
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
@@ -137,7 +141,9 @@ class GroupedQueryAttention(nn.Module):
         heads_out, weights = _attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, S)
         return self.wo(_merge_heads(heads_out)), weights  # (B, T, D) -> (B, T, D)
 
-    def forward(self, query: Tensor, context: Tensor | None = None, allowed: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, query: Tensor, context: Tensor | None = None, allowed: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Attend from ``query (B, T, D)`` to ``context (B, S, D)`` (``None``: self-attention).
 
         ``allowed`` (``True`` = may attend) has shape ``(T, S)``, ``(B, T, S)`` or a shape

@@ -26,22 +26,22 @@ Array = NDArray[np.floating]
 __all__ = [
     "EVAL_SEED",
     "ToyHeads",
-    "load_toy_heads",
-    "embed",
-    "run_layer",
-    "predict",
-    "head_behaviour",
-    "head_roles",
+    "attention_cost",
     "average_over_heads",
-    "head_options",
-    "head_columns",
     "column_blocks",
-    "head_maps",
-    "split_layout",
+    "embed",
     "features_per_head",
+    "head_behaviour",
+    "head_columns",
+    "head_maps",
+    "head_options",
+    "head_roles",
+    "load_toy_heads",
+    "predict",
+    "run_layer",
+    "split_layout",
     "tokens_per_head",
     "weight_entries",
-    "attention_cost",
 ]
 
 EVAL_SEED = 4  # the fixed evaluation batch lesson 04 measures and shows
@@ -126,7 +126,7 @@ def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Arr
         (over all ``t``). Spreading evenly would give ``1 / S`` everywhere.
     """
     check_array("weights", weights, "numpy", "(B, h, T, S)")
-    B, h, T, S = weights.shape
+    B, _, T, S = weights.shape
     if T != S:
         raise ValueError(f"head_behaviour needs self-attention weights with T == S, got {weights.shape}")
     if marker.shape != (B,):
@@ -173,7 +173,7 @@ def head_columns(w: Array, head: int, heads: int) -> Array:
     Returns ``(D_in, d_h)``: head ``i`` reads every input feature (all rows) but only produces its
     own ``d_h`` outputs (its columns ``i*d_h : (i+1)*d_h``).
     """
-    D, d_h = _check_projection(w, heads)
+    _, d_h = _check_projection(w, heads)
     head = check_int("head", head, low=0, high=int(heads) - 1)
     return w[:, head * d_h : (head + 1) * d_h]
 
@@ -216,7 +216,7 @@ def split_layout(length: int, width: int, heads: int, mode: str) -> NDArray[np.i
         raise ValueError(f"mode must be 'correct' or 'wrong', got {mode!r}")
     entry = np.arange(length * width).reshape(1, length, width)  # (1, T, D): entry id = t*D + feature
     if mode == "correct":
-        split = _split_heads(entry, heads)  # (1, h, T, d_h)
+        split = _split_heads(entry.astype(np.float64), heads).astype(np.int64)  # (1, h, T, d_h)
     else:
         split = entry.reshape(1, heads, length, d_h)  # the pitfall: same shape, wrong numbers
     owner = np.empty(length * width, dtype=np.int64)

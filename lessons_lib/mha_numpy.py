@@ -17,15 +17,15 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from lessons_lib.validation import (
+    causal_sizes,
     check_array,
     check_float_dtype,
-    causal_sizes,
     check_int,
     check_layer_inputs,
     check_qkv,
     check_same_dtype,
     check_weight,
-    head_width,
+    head_width,  # public here too: d_h = D / h, ValueError unless h divides D (lesson 02)
     layer_mask,
 )
 
@@ -36,6 +36,7 @@ __all__ = [
     "MultiHead",
     "attention",
     "causal_mask",
+    "head_width",
     "init_weights",
     "merge_heads",
     "softmax",
@@ -47,7 +48,8 @@ def softmax(scores: Array, axis: int = -1) -> Array:
     """Softmax along ``axis``; subtracting the row maximum keeps ``exp`` from overflowing."""
     shifted = scores - scores.max(axis=axis, keepdims=True)
     exps: Array = np.exp(shifted)
-    return exps / exps.sum(axis=axis, keepdims=True)
+    weights: Array = exps / exps.sum(axis=axis, keepdims=True)
+    return weights
 
 
 def causal_mask(T: int, S: int | None = None) -> Mask:
@@ -91,7 +93,7 @@ def _attention(q: Array, k: Array, v: Array, allowed: Mask | None) -> tuple[Arra
 
 def split_heads(x: Array, heads: int) -> Array:
     """``(B, T, D) -> (B, h, T, d_h)``: reshape the last axis into heads, then move heads forward."""
-    check_array("x", x, "numpy", "(B, T, D)")
+    check_array("x", x, "numpy", "(B, T, D)", floating=False)  # any dtype: a split only moves numbers
     head_width(x.shape[-1], heads)
     return _split_heads(x, int(heads))
 
@@ -104,7 +106,7 @@ def _split_heads(x: Array, heads: int) -> Array:
 
 def merge_heads(x: Array) -> Array:
     """``(B, h, T, d_h) -> (B, T, D)``: the inverse of `split_heads` (concatenate the heads)."""
-    check_array("x", x, "numpy", "(B, h, T, d_h)")
+    check_array("x", x, "numpy", "(B, h, T, d_h)", floating=False)
     return _merge_heads(x)
 
 
@@ -137,8 +139,8 @@ class MultiHead:
     def __init__(self, width: int, heads: int, seed: int = 0, dtype: DTypeLike = np.float64) -> None:
         head_width(width, heads)
         dtype = check_float_dtype(dtype, "numpy")
-        weights = init_weights(width, seed)
-        self._set_weights(*(weights[name].astype(dtype) for name in ("wq", "wk", "wv", "wo")), heads=int(heads))
+        w = {name: value.astype(dtype) for name, value in init_weights(width, seed).items()}
+        self._set_weights(w["wq"], w["wk"], w["wv"], w["wo"], heads=int(heads))
 
     @classmethod
     def from_weights(cls, wq: Array, wk: Array, wv: Array, wo: Array, heads: int) -> MultiHead:

@@ -19,9 +19,9 @@ from torch.nn.utils import skip_init
 
 from lessons_lib.mha_numpy import init_weights
 from lessons_lib.validation import (
+    causal_sizes,
     check_array,
     check_float_dtype,
-    causal_sizes,
     check_layer_inputs,
     check_qkv,
     check_same_dtype,
@@ -60,7 +60,7 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> tuple
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
     """``(B, T, D) -> (B, h, T, d_h)``: reshape the last axis into heads, then move heads forward."""
-    check_array("x", x, "torch", "(B, T, D)")
+    check_array("x", x, "torch", "(B, T, D)", floating=False)  # any dtype: a split only moves numbers
     head_width(x.shape[-1], heads)
     return _split_heads(x, int(heads))
 
@@ -73,7 +73,7 @@ def _split_heads(x: Tensor, heads: int) -> Tensor:
 
 def merge_heads(x: Tensor) -> Tensor:
     """``(B, h, T, d_h) -> (B, T, D)``: the inverse of `split_heads` (concatenate the heads)."""
-    check_array("x", x, "torch", "(B, h, T, d_h)")
+    check_array("x", x, "torch", "(B, h, T, d_h)", floating=False)
     return _merge_heads(x)
 
 
@@ -113,9 +113,9 @@ class MultiHead(nn.Module):
 
     def __init__(self, width: int, heads: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> None:
         head_width(width, heads)
-        weights = linear_weights(width, seed, check_float_dtype(dtype, "torch"))
+        w = linear_weights(width, seed, check_float_dtype(dtype, "torch"))
         super().__init__()
-        self._set_weights(*(weights[name] for name in ("wq", "wk", "wv", "wo")), heads=int(heads))
+        self._set_weights(w["wq"], w["wk"], w["wv"], w["wo"], heads=int(heads))
 
     @classmethod
     def from_weights(cls, wq: Tensor, wk: Tensor, wv: Tensor, wo: Tensor, heads: int) -> MultiHead:

@@ -148,13 +148,13 @@ class LatentAttention:
             bound = 1.0 / math.sqrt(fan_in)
             return rng.uniform(-bound, bound, size=shape)
 
-        self.w_dkv = draw((D, d_c), D)
-        self.w_uk = draw((h, d_c, d_n), d_c)
-        self.w_uv = draw((h, d_c, d_v), d_c)
-        self.w_kr = draw((D, d_r), D)
-        self.w_q = draw((h, D, d_n), D)
-        self.w_qr = draw((h, D, d_r), D)
-        self.w_o = draw((h, d_v, D), h * d_v)
+        self.w_dkv: Array = draw((D, d_c), D)
+        self.w_uk: Array = draw((h, d_c, d_n), d_c)
+        self.w_uv: Array = draw((h, d_c, d_v), d_c)
+        self.w_kr: Array = draw((D, d_r), D)
+        self.w_q: Array = draw((h, D, d_n), D)
+        self.w_qr: Array = draw((h, D, d_r), D)
+        self.w_o: Array = draw((h, d_v, D), h * d_v)
         self.base = float(base)
 
     @classmethod

@@ -12,13 +12,14 @@ Lesson 06 uses it to show why latent attention (MLA) keeps the rotary part of th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.validation import check_array, check_int
 
-__all__ = ["rope_angles", "apply_rope", "rotation_matrix"]
+__all__ = ["apply_rope", "rope_angles", "rotation_matrix"]
 
 Array = NDArray[np.floating]
 
@@ -64,7 +65,7 @@ def apply_rope(x: Array, positions: Positions, base: float = 10000.0) -> Array:
     Returns an array of the same shape and dtype. Pair ``i`` is features ``(2i, 2i + 1)``.
     """
     check_array("x", x, "numpy", "(..., P, d)")
-    d = _check_features(x.shape[-1])
+    _check_features(x.shape[-1])
     pos = _positions_array(positions)
     if pos.shape[0] != x.shape[-2]:
         raise ValueError(
@@ -74,7 +75,7 @@ def apply_rope(x: Array, positions: Positions, base: float = 10000.0) -> Array:
     return _rope(x, pos, _check_base(base))
 
 
-def _rope(x: Array, positions: Array, base: float) -> Array:
+def _rope(x: Array, positions: NDArray[np.integer[Any]] | Array, base: float) -> Array:
     """`apply_rope` without its checks, for callers that checked ``x`` and built ``positions`` themselves."""
     return _rotate(x, _angles(np.asarray(positions, dtype=np.float64), x.shape[-1], base))
 

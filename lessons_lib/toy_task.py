@@ -32,15 +32,15 @@ if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import torch
 
 __all__ = [
+    "DATA_PATH",
     "ToyConfig",
     "TrainResult",
-    "DATA_PATH",
-    "make_batch",
-    "token_labels",
-    "targets",
-    "train",
-    "save_weights",
     "config_from_sizes",
+    "make_batch",
+    "save_weights",
+    "targets",
+    "token_labels",
+    "train",
 ]
 
 DATA_PATH = Path(__file__).resolve().parent / "data" / "toy_heads.npz"
@@ -136,7 +136,7 @@ def _build_model(config: ToyConfig) -> Any:
     return model
 
 
-def _logits(model: Any, tokens: "torch.Tensor", config: ToyConfig) -> tuple["torch.Tensor", "torch.Tensor"]:
+def _logits(model: Any, tokens: torch.Tensor, config: ToyConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """``tokens (B, T)`` -> ``(logits (B, T, 3, V), weights (B, h, T, S))``."""
     x = model["token"](tokens) + model.position  # (B, T, D)
     y, weights = model["attn"](x)  # (B, T, D), (B, h, T, T)

@@ -25,14 +25,14 @@ def check_int(name: str, value: Any, low: int | None = 1, high: int | None = Non
     ``symbol`` is the notation, e.g. "h"."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    value = int(value)
+    number = int(value)  # a Python int: NumPy integers overflow, Python ints do not
     label = f"{name} ({symbol})" if symbol else name
-    if high is not None and low is not None and not low <= value <= high:
-        raise ValueError(f"{label} must be in {low} .. {high}, got {name}={value}")
-    if low is not None and value < low:
+    if high is not None and low is not None and not low <= number <= high:
+        raise ValueError(f"{label} must be in {low} .. {high}, got {name}={number}")
+    if low is not None and number < low:
         need = {0: "non-negative", 1: "positive"}.get(low, f"at least {low}")
-        raise ValueError(f"{label} must be {need}, got {name}={value}")
-    return value
+        raise ValueError(f"{label} must be {need}, got {name}={number}")
+    return number
 
 
 def divisors(n: int) -> list[int]:
@@ -59,7 +59,7 @@ def head_width(width: Any, heads: Any) -> int:
             f"width D={width} is not divisible by heads h={heads}: every head needs the same width "
             f"d_h = D / h. Choose heads from the divisors of {width}: {divisors(width)}"
         )
-    return width // heads
+    return int(width // heads)
 
 
 def group_size(heads: Any, kv_heads: Any) -> int:
@@ -72,7 +72,7 @@ def group_size(heads: Any, kv_heads: Any) -> int:
             f"key/value head serves the same number g = h / h_kv of query heads. "
             f"Valid choices for h={heads}: {divisors(heads)}"
         )
-    return heads // kv_heads
+    return int(heads // kv_heads)
 
 
 # ----- arrays --------------------------------------------------------------------------------
@@ -92,13 +92,15 @@ def _rank(layout: str) -> tuple[int, bool]:
     return len(axes) - open_ended, not open_ended
 
 
-def check_array(name: str, array: Any, library: Library, layout: str, dtype: Any = None) -> None:
-    """One array argument: an array of ``library``, floating point (and of ``dtype`` when given),
-    with the axes ``layout`` names, e.g. ``"(B, T, D)"`` or ``"(..., T, d)"``."""
+def check_array(
+    name: str, array: Any, library: Library, layout: str, dtype: Any = None, floating: bool = True
+) -> None:
+    """One array argument: an array of ``library``, floating point unless ``floating=False`` (and of
+    ``dtype`` when given), with the axes ``layout`` names, e.g. ``"(B, T, D)"`` or ``"(..., T, d)"``."""
     if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
         raise TypeError(f"{name} must be an array, got {type(array).__name__}")
     check_library(name, array, library)
-    if not _is_float(array):
+    if floating and not _is_float(array):
         raise TypeError(
             f"{name} must hold floating-point numbers, got dtype {array.dtype}; "
             f"convert it first, e.g. with .astype(float) or .float()"
@@ -112,7 +114,9 @@ def check_array(name: str, array: Any, library: Library, layout: str, dtype: Any
     shape = tuple(array.shape)
     if len(shape) < rank or (exact and len(shape) != rank):
         need = f"exactly {rank}" if exact else f"at least {rank}"
-        raise ValueError(f"{name} must have {need} axes, laid out as {layout}; got shape {shape} with {len(shape)} axes")
+        raise ValueError(
+            f"{name} must have {need} axes, laid out as {layout}; got shape {shape} with {len(shape)} axes"
+        )
 
 
 def check_library(name: str, array: Any, library: Library) -> None:
@@ -202,7 +206,8 @@ def check_source_length(name: str, shape: Sequence[int]) -> None:
     """``ValueError`` if there are no source positions (S = 0): a softmax over nothing is undefined."""
     if shape[-2] == 0:
         raise ValueError(
-            f"{name} has no source positions (S=0, shape {tuple(shape)}); attention needs at least one position to attend to"
+            f"{name} has no source positions (S=0, shape {tuple(shape)}); attention needs at least one "
+            f"position to attend to"
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -19,10 +20,30 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def merge_streams(outputs: list[Any]) -> list[Any]:
+    """Join consecutive stdout (or stderr) chunks: how a print is cut into messages depends on
+    timing, so the stored outputs would otherwise differ from run to run without any change."""
+    merged: list[Any] = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
+
+
 def regenerate(path: Path) -> float:
     """Execute ``path`` in a fresh ``python3`` kernel, write it back; return seconds taken."""
     notebook = nbformat.read(path, as_version=4)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps an earlier run (or another tool) stored
     start = time.perf_counter()
     client = NotebookClient(
         notebook,
@@ -33,6 +54,9 @@ def regenerate(path: Path) -> float:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
     nbformat.write(notebook, path)
     return time.perf_counter() - start
 

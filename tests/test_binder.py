@@ -166,13 +166,15 @@ def test_repo2docker_build_plan_installs_binder_requirements_on_python_311(tmp_p
     shutil.copytree(BINDER, repo / "binder")
     shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     # --user-id/--user-name as mybinder.org builds: the repository then belongs to the user that runs pip.
-    command = [sys.executable, "-m", "repo2docker", "--no-build", "--debug", "--user-id", "1000", "--user-name", "jovyan", str(repo)]
+    command = [sys.executable, "-m", "repo2docker", "--no-build", "--debug"]
+    command += ["--user-id", "1000", "--user-name", "jovyan", str(repo)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     plan = result.stdout + result.stderr
     assert result.returncode == 0, f"repo2docker --no-build failed:\n{plan}"
     assert "Building conda environment for python=3.11" in plan, f"repo2docker did not pick Python 3.11:\n{plan}"
     # the lock file name appears escaped in COPY lines ('.' -> '-2e', '-' -> '-2d')
-    assert re.search(r"environment(\.|-2e)py(-|-2d)3(\.|-2e)11", plan), "the base environment is not the Python 3.11 one"
+    python_311 = r"environment(\.|-2e)py(-|-2d)3(\.|-2e)11"
+    assert re.search(python_311, plan), "the base environment is not the Python 3.11 one"
     copy_repo = plan.find("COPY --chown=1000:1000 src/ ${REPO_DIR}/")
     pip_install = plan.find('${KERNEL_PYTHON_PREFIX}/bin/pip install --no-cache-dir -r "binder/requirements.txt"')
     assert pip_install >= 0, f"the build plan never installs binder/requirements.txt:\n{plan}"

@@ -1,4 +1,8 @@
-"""Lesson 05 widgets: build them, drive them through .value, check the data they show."""
+"""Lesson 05 widgets: build them, drive them through ``.controls[...].value``, check ``.data``.
+
+The interface they share with lesson 04's widgets (controls, data, ui, repr, crisp picture) is
+checked on all five widgets in test_head_widgets.py.
+"""
 
 from __future__ import annotations
 
@@ -6,52 +10,70 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.patches import Rectangle
 
-from lessons_lib.kv_cache import MODELS, cache_bytes, kv_head_options  # noqa: E402
-from lessons_lib.plotting.cache_charts import (  # noqa: E402
+from lessons_lib.kv_cache import MODELS, cache_bytes, cache_per_token, format_bytes, kv_head_options
+from lessons_lib.plotting.cache_charts import (
+    clear_drawing,
     plot_cache_ladder,
     plot_conversion_error,
     plot_head_sharing,
     plot_models_cache,
 )
-from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator  # noqa: E402
+from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 
-PNG_MAGIC = b"\x89PNG"
+LADDER = [("MHA", 4, 100), ("chosen (GQA)", 2, 50), ("MQA", 1, 25)]  # rows (label, h_kv, bytes)
 
 
 def test_calculator_starts_from_the_model_config() -> None:
     calc = KVCacheCalculator()
     preset = MODELS["Llama 3 8B"]
-    assert calc.kv_heads.value == preset.kv_heads
-    assert list(calc.kv_heads.options) == kv_head_options(preset.heads)
-    assert calc.rows == [
+    assert calc.controls["kv_heads"].value == preset.kv_heads
+    assert list(calc.controls["kv_heads"].options) == kv_head_options(preset.heads)
+    assert calc.data["rows"] == [
         ("MHA", 32, cache_bytes(preset, 4096, kv_heads=32)),
         ("chosen (GQA)", 8, cache_bytes(preset, 4096)),
         ("MQA", 1, cache_bytes(preset, 4096, kv_heads=1)),
     ]
-    assert "128 KiB per token" in calc.readout.value
-    assert calc.image.value.tobytes().startswith(PNG_MAGIC)
+    assert calc.data["per_token"] == cache_per_token(preset)
+    assert "128 KiB per token" in calc.data["readout"]
+    assert calc.readout.value == calc.data["readout"]  # the text shown is the text in .data
+    assert repr(calc) == "KVCacheCalculator(model='Llama 3 8B', kv_heads=8, tokens=4096, batch=1, bytes_per_element=2)"
 
 
 def test_calculator_follows_every_control() -> None:
     calc = KVCacheCalculator()
-    calc.model.value = "Llama 2 70B"
-    assert list(calc.kv_heads.options) == [1, 2, 4, 8, 16, 32, 64]
-    assert calc.kv_heads.value == 8
-    calc.kv_heads.value = 16
-    calc.tokens.value = 8192
-    calc.batch.value = 2
-    calc.bytes_per_element.value = 4
+    calc.controls["model"].value = "Llama 2 70B"
+    assert list(calc.controls["kv_heads"].options) == [1, 2, 4, 8, 16, 32, 64]
+    assert calc.data["kv_heads"] == calc.controls["kv_heads"].value == 8  # reset to the model's own
+    calc.controls["kv_heads"].value = 16
+    calc.controls["tokens"].value = 8192
+    calc.controls["batch"].value = 2
+    calc.controls["bytes_per_element"].value = 4
     preset = MODELS["Llama 2 70B"]
-    assert calc.rows[1] == ("chosen (GQA)", 16, cache_bytes(preset, 8192, 2, kv_heads=16, bytes_per_element=4))
-    assert calc.rows[0][2] == 4 * calc.rows[1][2]
-    assert "h_kv=16 (g=4)" in calc.readout.value
-    assert "The released model uses h_kv=8" in calc.readout.value
-    calc.model.value = "Llama 2 13B"
-    assert calc.kv_heads.value == 40
-    assert calc.rows[1][0] == "chosen (MHA)"
+    total = cache_bytes(preset, 8192, 2, kv_heads=16, bytes_per_element=4)
+    assert calc.data["rows"][1] == ("chosen (GQA)", 16, total)
+    assert calc.data["total"] == total
+    assert calc.data["rows"][0][2] == 4 * total
+    assert calc.data["title"] == "Llama 2 70B: 2 x 8192 tokens"
+    assert "h_kv=16 (g=4)" in calc.data["readout"]
+    assert f"{format_bytes(total)} in total" in calc.data["readout"]
+    assert "The released model uses h_kv=8" in calc.data["readout"]
+    calc.controls["model"].value = "Llama 2 13B"
+    assert calc.data["kv_heads"] == 40
+    assert calc.data["rows"][1][0] == "chosen (MHA)"
+
+
+def test_calculator_draws_once_per_model_change() -> None:
+    calc = KVCacheCalculator()
+    pictures: list[bytes] = []
+    calc.image.observe(lambda change: pictures.append(change["new"]), names="value")
+    calc.controls["model"].value = "Mistral 7B"  # new h_kv options and value: still one picture
+    assert len(pictures) == 1
 
 
 def test_calculator_rejects_unknown_model() -> None:
@@ -60,37 +82,55 @@ def test_calculator_rejects_unknown_model() -> None:
 
 
 def test_head_sharing_shows_i_div_g() -> None:
-    widget = HeadSharing()
-    assert widget.assignment == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert widget.readout.value.startswith("kv0 serves q0, q1, q2, q3; kv1 serves q4, q5, q6, q7")
-    widget.heads.value = 6
-    assert list(widget.kv_heads.options) == [1, 2, 3, 6]
-    assert widget.kv_heads.value == 2  # still a divisor, kept
-    widget.kv_heads.value = 3
-    assert widget.assignment == [0, 0, 1, 1, 2, 2]
-    widget.mapping.value = "tile"
-    assert widget.assignment == [0, 1, 2, 0, 1, 2]
-    assert "Not what GQA does" in widget.readout.value
-    widget.heads.value = 4  # 3 does not divide 4: falls back to 1
-    assert widget.kv_heads.value == 1
-    assert widget.image.value.tobytes().startswith(PNG_MAGIC)
+    sharing = HeadSharing()
+    assert sharing.data["assignment"] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert sharing.data["readout"].startswith("kv0 serves q0, q1, q2, q3; kv1 serves q4, q5, q6, q7")
+    assert repr(sharing) == "HeadSharing(heads=8, kv_heads=2, mapping='repeat')"
+    sharing.controls["heads"].value = 6
+    assert list(sharing.controls["kv_heads"].options) == [1, 2, 3, 6]
+    assert sharing.data["kv_heads"] == 2  # still a divisor, kept
+    sharing.controls["kv_heads"].value = 3
+    assert sharing.data["assignment"] == [0, 0, 1, 1, 2, 2]
+    assert sharing.data["group_size"] == 2
+    sharing.controls["mapping"].value = "tile"
+    assert sharing.data["assignment"] == [0, 1, 2, 0, 1, 2]
+    assert "Not what GQA does" in sharing.data["readout"]
+    assert sharing.data["title"] == "h=6, h_kv=3, g=2: tiled (wrong)"
+    sharing.controls["heads"].value = 4  # 3 does not divide 4: falls back to 1
+    assert sharing.data["kv_heads"] == sharing.controls["kv_heads"].value == 1
 
 
-def test_widget_callbacks_print_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    calc, sharing = KVCacheCalculator(), HeadSharing()
-    calc.model.value = "Mistral 7B"
-    sharing.mapping.value = "tile"
-    assert capsys.readouterr() == ("", "")
-    assert plt.get_fignums() == []  # widgets draw without pyplot: no figure left open
+def test_head_sharing_rejects_a_kv_head_count_that_does_not_divide() -> None:
+    with pytest.raises(ValueError, match="kv_heads one of its divisors"):
+        HeadSharing(heads=8, kv_heads=3)
+
+
+def bars(ax: Axes) -> list[Rectangle]:
+    """The bar rectangles of a bar chart (a chart's patches are all rectangles here)."""
+    found = [patch for patch in ax.patches if isinstance(patch, Rectangle)]
+    assert len(found) == len(ax.patches)
+    return found
 
 
 def test_plotting_functions_return_figures() -> None:
-    fig = plot_cache_ladder([("MHA", 4, 100), ("chosen (GQA)", 2, 50), ("MQA", 1, 25)], "t")
-    assert [bar.get_height() for bar in fig.axes[0].patches] == pytest.approx([100 / 1024**3, 50 / 1024**3, 25 / 1024**3])
+    fig = plot_cache_ladder(LADDER, "t")
+    assert [bar.get_height() for bar in bars(fig.axes[0])] == pytest.approx([n / 1024**3 for _, _, n in LADDER])
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["MHA\nh_kv=4", "chosen (GQA)\nh_kv=2", "MQA\nh_kv=1"]
     fig2 = plot_head_sharing([0, 0, 1, 1], 2, "t")
     assert len(fig2.axes[0].lines) == 4
     fig3 = plot_conversion_error([4, 2, 1], {"random": [0.0, 0.5, 0.8]}, heads=4)
-    assert list(fig3.axes[0].lines[0].get_ydata()) == [0.0, 0.5, 0.8]
+    assert np.asarray(fig3.axes[0].lines[0].get_ydata()).tolist() == [0.0, 0.5, 0.8]
     fig4 = plot_models_cache(["a", "b"], [1, 2], [3, 4], tokens=10)
     assert len(fig4.axes[0].patches) == 4
+    plt.close("all")
+
+
+def test_clear_drawing_keeps_the_axes_for_the_next_chart() -> None:
+    ax = plot_cache_ladder(LADDER, "t").axes[0]
+    clear_drawing(ax)
+    assert (len(ax.patches), len(ax.texts), len(ax.containers)) == (0, 0, 0)
+    plot_cache_ladder([("MHA", 8, 80), ("chosen (GQA)", 8, 80), ("MQA", 1, 10)], "u", ax=ax)
+    assert [bar.get_x() + bar.get_width() / 2 for bar in bars(ax)] == [0, 1, 2]  # same places as before
+    assert len(ax.texts) == 3
     plt.close("all")

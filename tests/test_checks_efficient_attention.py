@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lessons_lib.checks.efficient_attention import check_online_sum, check_tiled_output, check_weight_entries
 from lessons_lib.efficient import online_softmax_trace, tiled_attention
@@ -61,20 +62,21 @@ def test_tiled_output() -> None:
     q, k, v = rng.standard_normal((2, 4, 3)) * 3, rng.standard_normal((2, 9, 3)) * 3, rng.standard_normal((2, 9, 2))
     assert check_tiled_output(tiled_attention(q, k, v, block_size=3), q, k, v, 3).ok
 
-    def variant(rescale: bool, normalise: bool, scale: bool) -> np.ndarray:
+    def variant(rescale: bool, normalise: bool, scale: bool) -> NDArray[np.float64]:
         d = q.shape[-1]
-        m = np.full(q.shape[:-1], -np.inf)
-        l = np.zeros(q.shape[:-1])
-        acc = np.zeros(q.shape[:-1] + (v.shape[-1],))
+        top = np.full(q.shape[:-1], -np.inf)
+        total = np.zeros(q.shape[:-1])
+        acc = np.zeros((*q.shape[:-1], v.shape[-1]))
         for s0 in range(0, 9, 3):
             s = q @ np.swapaxes(k[:, s0 : s0 + 3], -1, -2) / (np.sqrt(d) if scale else 1.0)
-            m_new = np.maximum(m, s.max(-1))
-            f = np.exp(m - m_new)
-            p = np.exp(s - m_new[..., None])
-            l = f * l + p.sum(-1)
+            new_top = np.maximum(top, s.max(-1))
+            f = np.exp(top - new_top)
+            p = np.exp(s - new_top[..., None])
+            total = f * total + p.sum(-1)
             acc = (f[..., None] * acc if rescale else acc) + p @ v[:, s0 : s0 + 3]
-            m = m_new
-        return acc / l[..., None] if normalise else acc
+            top = new_top
+        out: NDArray[np.float64] = acc / total[..., None] if normalise else acc
+        return out
 
     cases = [
         (variant(False, True, True), "did not rescale the running output"),

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lessons_lib.checks.grouped_query_attention import check_bytes_per_token, check_group_size, check_kv_head_mapping, check_repeat_kv
+from lessons_lib.checks.grouped_query_attention import (
+    check_bytes_per_token,
+    check_group_size,
+    check_kv_head_mapping,
+    check_repeat_kv,
+)
 
 # Llama 3 8B: 32 layers, h = 32, h_kv = 8, d_h = 128, 2 bytes per element.
 SIZES = {"layers": 32, "heads": 32, "kv_heads": 8, "head_dim": 128}
@@ -45,7 +50,7 @@ def test_group_size() -> None:
     assert not confused.ok and "h_kv, the number of K/V heads" in confused.message
     assert "number of query heads" in check_group_size(32, heads=32, kv_heads=8).message
     assert not check_group_size(3, heads=32, kv_heads=8).ok
-    assert repr(check_group_size(4, 32, 8)).startswith("[group size g] correct")
+    assert repr(check_group_size(4, 32, 8)).startswith("[group size] correct")
 
 
 def test_kv_head_mapping() -> None:

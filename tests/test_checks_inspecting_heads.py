@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.inspecting_heads import (
@@ -17,7 +18,7 @@ B, h, T, S, D = 2, 4, 5, 7, 16
 
 
 def test_weight_entries_right() -> None:
-    verdict = check_weight_entries(B * h * T * S, B, h, T, S)
+    verdict = check_weight_entries(B * h * T * S, B=B, h=h, T=T, S=S)
     assert isinstance(verdict, Verdict) and verdict.ok
     assert "B*h*T*S" in repr(verdict) and repr(verdict).startswith("[weight entries] correct")
 
@@ -25,15 +26,15 @@ def test_weight_entries_right() -> None:
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
-        (B * T * S, "every head stores its own map"),
-        (h * T * S, "forgets the batch"),
-        (B * h * T * T, "squares the query length"),
+        (B * T * S, "every head stores its own (T, S) map"),
+        (h * T * S, "left out the batch"),
+        (B * h * T * T, "used T twice"),
         (12345, "shape (B, h, T, S)"),
         (2.5, "one whole number"),
     ],
 )
 def test_weight_entries_wrong(answer: float, phrase: str) -> None:
-    verdict = check_weight_entries(answer, B, h, T, S)
+    verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)
     assert not verdict.ok
     assert phrase in verdict.message
     assert repr(verdict).startswith("[weight entries] not yet")
@@ -64,15 +65,15 @@ def test_head_count_rejects_bad_question() -> None:
 
 
 @pytest.fixture()
-def wq() -> np.ndarray:
+def wq() -> NDArray[np.float64]:
     return np.random.default_rng(0).normal(size=(D, D))
 
 
-def test_head_columns_right(wq: np.ndarray) -> None:
+def test_head_columns_right(wq: NDArray[np.float64]) -> None:
     assert check_head_columns(wq[:, 8:12], wq, head=2, heads=4).ok
 
 
-def test_head_columns_accepts_torch(wq: np.ndarray) -> None:
+def test_head_columns_accepts_torch(wq: NDArray[np.float64]) -> None:
     torch = pytest.importorskip("torch")
     assert check_head_columns(torch.from_numpy(wq[:, 8:12].copy()), torch.from_numpy(wq), head=2, heads=4).ok
 
@@ -88,7 +89,7 @@ def test_head_columns_accepts_torch(wq: np.ndarray) -> None:
         (lambda w: w[:, :3], "expected shape (D, d_h)"),
     ],
 )
-def test_head_columns_wrong(wq: np.ndarray, pick: object, phrase: str) -> None:
+def test_head_columns_wrong(wq: NDArray[np.float64], pick: object, phrase: str) -> None:
     verdict = check_head_columns(pick(wq), wq, head=2, heads=4)  # type: ignore[operator]
     assert not verdict.ok
     assert phrase in verdict.message

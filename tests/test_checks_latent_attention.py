@@ -33,7 +33,7 @@ def test_cache_right_answer() -> None:
         (576, "that is one layer"),
         (12345, "expected layers x (d_c + d_rope)"),
         (None, "no answer yet"),
-        ("many", "expected one number"),
+        ("many", "expected one whole number"),
         (True, "boolean"),
     ],
 )
@@ -66,6 +66,7 @@ def test_equivalent_kv_heads() -> None:
     kw = dict(latent_width=512, rope_width=64, head_dim=128)
     assert check_equivalent_kv_heads(2.25, **kw).ok
     assert "2.25" in check_equivalent_kv_heads(576 / 256, **kw).message
-    for answer, phrase in [(4.5, "key AND a value"), (2.0, "left out the rotary key"), (8, "expected"), (None, "no answer")]:
+    cases = [(4.5, "key AND a value"), (2.0, "left out the rotary key"), (8, "expected"), (None, "no answer")]
+    for answer, phrase in cases:
         v = check_equivalent_kv_heads(answer, **kw)
         assert not v.ok and phrase in v.message

@@ -138,7 +138,8 @@ def test_check_split_reports_an_unknown_wrong_shape() -> None:
 def test_check_split_locates_scrambled_numbers_in_label_terms() -> None:
     verdict = check_split(lambda x, h: split_reference(x, h)[:, ::-1])  # heads in reverse order
     assert not verdict.ok
-    assert "at [b=0, head=0, t=0, j=0] expected batch 0, token 0, feature 0 but found batch 0, token 0, feature 4" in verdict.message
+    expected = "at [b=0, head=0, t=0, j=0] expected batch 0, token 0, feature 0 but found batch 0, token 0, feature 4"
+    assert expected in verdict.message
 
 
 def test_check_split_notices_changed_numbers() -> None:
@@ -182,11 +183,19 @@ def test_check_head_width_explains_wrong_numbers(answer: Any, phrase: str) -> No
     assert phrase in verdict.message, verdict
 
 
-@pytest.mark.parametrize("answer", ["128", True, None, [128, 128]])
-def test_check_head_width_asks_for_one_number(answer: Any) -> None:
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        ("128", "expected one number, got str '128'"),
+        (True, "expected one number, got the boolean True"),
+        (None, "no answer yet: replace None with"),
+        ([128, 128], "expected one number, got list [128, 128]"),
+    ],
+)
+def test_check_head_width_asks_for_one_number(answer: Any, phrase: str) -> None:
     verdict = check_head_width(answer)
     assert not verdict.ok
-    assert "answer with one number" in verdict.message
+    assert phrase in verdict.message, verdict
 
 
 # --- check_head_reads ----------------------------------------------------------------------
@@ -210,8 +219,8 @@ def test_check_head_reads_accepts_the_right_answer(inputs: Any, columns: Any) ->
         (range(8), [0, 1, 2, 3], "that is the block of head 0"),
         (range(8), range(8), "all 8 columns together belong to all heads"),
         (range(8), [4, 5], "head i owns the d_h=4 consecutive columns"),
-        (range(8), [4.0, 5.0, 6.0, 7.0], "weight_columns must be a list of integer indices"),
-        ("all", [4, 5, 6, 7], "input_features must be a list of integer indices"),
+        (range(8), [4.0, 5.0, 6.0, 7.0], "weight_columns: expected a list of integer indices"),
+        ("all", [4, 5, 6, 7], "input_features: expected a list of integer indices"),
     ],
 )
 def test_check_head_reads_explains_each_mistake(inputs: Any, columns: Any, phrase: str) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons_lib.kv_cache import KVCache, decode_causal, decode_incrementally, decode_step
 from lessons_lib.gqa_numpy import GroupedQueryAttention
-from lessons_lib.kv_cache import kv_cache_bytes
+from lessons_lib.kv_cache import KVCache, decode_causal, decode_incrementally, decode_step, kv_cache_bytes
 
 
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (6, 3), (4, 1), (8, 1)])  # MHA, GQA, GQA, MQA, MQA
@@ -19,7 +18,7 @@ def test_incremental_equals_full_causal(heads: int, kv_heads: int, prompt: int) 
     incremental, cache = decode_incrementally(layers, x, prompt=prompt)
     np.testing.assert_allclose(incremental, decode_causal(layers, x), rtol=0, atol=1e-12)
     assert len(cache) == T
-    for k, v in zip(cache.keys, cache.values):
+    for k, v in zip(cache.keys, cache.values, strict=False):
         assert k is not None and v is not None
         assert k.shape == v.shape == (B, kv_heads, T, 2)  # h_kv heads are cached, not h
     assert cache.nbytes == kv_cache_bytes(n_layers, kv_heads, 2, tokens=T, batch=B, bytes_per_element=8)
@@ -31,8 +30,10 @@ def test_cache_holds_exactly_the_projected_keys() -> None:
     _, cache = decode_incrementally([layer], x)
     k, v = layer.keys_values(x)
     # One token at a time vs all at once: same numbers up to the order of floating-point sums.
-    np.testing.assert_allclose(cache.keys[0], k, rtol=0, atol=1e-14)
-    np.testing.assert_allclose(cache.values[0], v, rtol=0, atol=1e-14)
+    cached_k, cached_v = cache.keys[0], cache.values[0]
+    assert cached_k is not None and cached_v is not None
+    np.testing.assert_allclose(cached_k, k, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(cached_v, v, rtol=0, atol=1e-14)
 
 
 def test_forgetting_the_cache_changes_the_output() -> None:
@@ -52,7 +53,7 @@ def test_cache_errors() -> None:
     assert len(cache) == 0 and cache.nbytes == 0
     k = np.zeros((1, 2, 3, 4))
     cache.append(0, k, k)
-    with pytest.raises(ValueError, match="layer must be in 0 .. 1"):
+    with pytest.raises(ValueError, match=r"layer must be in 0 .. 1"):
         cache.append(2, k, k)
     with pytest.raises(ValueError, match="same shape"):
         cache.append(0, k, k[:, :, :1])
@@ -68,7 +69,7 @@ def test_decode_errors() -> None:
     x = np.zeros((1, 3, 8))
     with pytest.raises(ValueError, match="at least one"):
         decode_causal([], x)
-    with pytest.raises(ValueError, match="prompt must be in 1 .. 3"):
+    with pytest.raises(ValueError, match=r"prompt must be in 1 .. 3"):
         decode_incrementally(layers, x, prompt=4)
     with pytest.raises(ValueError, match="cache has 2 layers but the stack has 1"):
         decode_step(layers, x, KVCache(2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from lessons_lib.mha_numpy import attention, causal_mask, softmax
 def test_online_softmax_equals_softmax() -> None:
     rng = np.random.default_rng(0)
     for _ in range(30):
-        shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3)))) + (int(rng.integers(1, 20)),)
+        shape = (*tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(0, 3)))), int(rng.integers(1, 20)))
         scores = rng.standard_normal(shape) * 10
         for block in (1, 2, 3, shape[-1], shape[-1] + 5):
             assert np.abs(online_softmax(scores, block) - softmax(scores)).max() <= 1e-12
@@ -42,9 +43,9 @@ def random_case(rng: np.random.Generator):  # type: ignore[no-untyped-def]
     lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))
     T, S = int(rng.integers(1, 12)), int(rng.integers(1, 15))
     d, d_v = int(rng.integers(1, 7)), int(rng.integers(1, 7))
-    q = rng.standard_normal(lead + (T, d)) * 3
-    k = rng.standard_normal(lead + (S, d)) * 3
-    v = rng.standard_normal(lead + (S, d_v))
+    q = rng.standard_normal((*lead, T, d)) * 3
+    k = rng.standard_normal((*lead, S, d)) * 3
+    v = rng.standard_normal((*lead, S, d_v))
     return q, k, v, T, S
 
 
@@ -58,7 +59,7 @@ def test_tiled_equals_naive(mask_kind: str) -> None:
                 continue
             allowed = causal_mask(T, S)
         elif mask_kind == "random":
-            allowed = rng.random(q.shape[:-1] + (S,)) < 0.4
+            allowed = rng.random((*q.shape[:-1], S)) < 0.4
             allowed[..., int(rng.integers(0, S))] = True  # every row keeps one position
         else:
             allowed = None
@@ -93,7 +94,8 @@ def test_tiled_uses_less_memory_than_naive() -> None:
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((1, 2, 256, 16)) for _ in range(3))
     peaks = []
-    for run in (lambda: attention(q, k, v)[0], lambda: tiled_attention(q, k, v, block_size=16)):
+    runs: list[Callable[[], object]] = [lambda: attention(q, k, v)[0], lambda: tiled_attention(q, k, v, block_size=16)]
+    for run in runs:
         tracemalloc.start()
         run()
         peaks.append(tracemalloc.get_traced_memory()[1])
@@ -104,11 +106,11 @@ def test_tiled_uses_less_memory_than_naive() -> None:
 def test_bad_inputs_rejected() -> None:
     q, k, v = np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 6))
     for bad in (0, -3):
-        with pytest.raises(ValueError, match="block_size must be positive"):
+        with pytest.raises(ValueError, match="block_size must be a positive number of positions per block"):
             tiled_attention(q, k, v, block_size=bad)
-        with pytest.raises(ValueError, match="query_block_size must be positive"):
+        with pytest.raises(ValueError, match="query_block_size must be a positive number"):
             tiled_attention(q, k, v, query_block_size=bad)
-        with pytest.raises(ValueError, match="block_size must be positive"):
+        with pytest.raises(ValueError, match="block_size must be a positive number of positions per block"):
             online_softmax(np.ones(3), bad)
     with pytest.raises(TypeError, match="block_size must be an int"):
         tiled_attention(q, k, v, block_size=2.0)  # type: ignore[arg-type]
@@ -121,7 +123,7 @@ def test_bad_inputs_rejected() -> None:
     with pytest.raises(ValueError, match="no allowed position"):
         tiled_attention(q, k, v, np.zeros((3, 5), dtype=bool))
     with pytest.raises(TypeError, match="boolean mask"):
-        tiled_attention(q, k, v, np.ones((3, 5)))
+        tiled_attention(q, k, v, np.ones((3, 5)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="does not broadcast"):
         tiled_attention(q, k, v, np.ones((4, 5), dtype=bool))
     with pytest.raises(TypeError, match="floating-point"):

@@ -225,7 +225,8 @@ BAD_INPUTS = [
     Bad(
         "attention_mask_does_not_broadcast",
         lambda L: L.core.attention(L.floats(3, 4), L.floats(5, 4), L.floats(5, 4), L.mask(np.ones((4, 5), bool))),
-        ValueError, ("allowed has shape (4, 5), which does not broadcast to the attention scores (..., T, S) = (3, 5)",),
+        ValueError,
+        ("allowed has shape (4, 5), which does not broadcast to the attention scores (..., T, S) = (3, 5)",),
     ),
     Bad(
         "attention_mask_too_many_axes",

@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
-from lessons_lib import gqa_numpy, gqa_torch, mha_numpy, mha_torch
+from lessons_lib import gqa_torch, mha_numpy, mha_torch
 from lessons_lib.gqa_numpy import GroupedQueryAttention, from_multihead, kv_head_of_query, relative_error, repeat_kv
 
 
@@ -36,13 +37,17 @@ def layer_setups(draw: st.DrawFn) -> dict[str, object]:
     }
 
 
-def make_inputs(p: dict[str, object], dtype: type) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+Floats = NDArray[np.floating]
+Mask = NDArray[np.bool_]
+
+
+def make_inputs(p: dict[str, object], dtype: type | np.dtype[np.floating]) -> tuple[Floats, Floats | None, Mask | None]:
     rng = np.random.default_rng(int(p["seed"]))  # type: ignore[call-overload]
     B, T, S, D = (int(p[k]) for k in ("B", "T", "S", "width"))  # type: ignore[call-overload]
-    query = rng.normal(size=(B, T, D)).astype(dtype)
-    context = rng.normal(size=(B, S, D)).astype(dtype) if p["cross"] else None
+    query: Floats = rng.normal(size=(B, T, D)).astype(dtype)
+    context: Floats | None = rng.normal(size=(B, S, D)).astype(dtype) if p["cross"] else None
     S = S if p["cross"] else T
-    allowed = None
+    allowed: Mask | None = None
     if p["mask"] == "causal" and S >= T:
         allowed = mha_numpy.causal_mask(T, S)
     elif p["mask"] == "random":
@@ -51,7 +56,9 @@ def make_inputs(p: dict[str, object], dtype: type) -> tuple[np.ndarray, np.ndarr
     return query, context, allowed
 
 
-def per_head_loop(layer: GroupedQueryAttention, query: np.ndarray, context: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+def per_head_loop(
+    layer: GroupedQueryAttention, query: Floats, context: Floats, allowed: Mask | None
+) -> Floats:
     """Independent route: each query head i uses its own wq columns and K/V head i // g's columns."""
     d_h, g = layer.head_width, layer.group_size
     outputs = []
@@ -66,7 +73,8 @@ def per_head_loop(layer: GroupedQueryAttention, query: np.ndarray, context: np.n
         weights = np.exp(scores - scores.max(-1, keepdims=True))
         weights /= weights.sum(-1, keepdims=True)
         outputs.append(weights @ v)
-    return np.concatenate(outputs, axis=-1) @ layer.wo
+    result: Floats = np.concatenate(outputs, axis=-1) @ layer.wo
+    return result
 
 
 @settings(max_examples=40, deadline=None)
@@ -261,7 +269,8 @@ def test_from_multihead_torch_matches_numpy() -> None:
         np.testing.assert_allclose(t_out.numpy(), np_out, atol=1e-12)
         with torch.no_grad():
             t_ref = t_mha(torch.from_numpy(x))[0]
-        assert math.isclose(gqa_torch.relative_error(t_out, t_ref), relative_error(np_out, t_ref.numpy()), rel_tol=1e-9, abs_tol=1e-12)
+        torch_error = gqa_torch.relative_error(t_out, t_ref)
+        assert math.isclose(torch_error, relative_error(np_out, t_ref.numpy()), rel_tol=1e-9, abs_tol=1e-12)
 
 
 def test_from_multihead_errors() -> None:

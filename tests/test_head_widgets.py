@@ -1,94 +1,173 @@
-"""Lesson 04 widgets, driven without a browser: set a control's value, check what is shown."""
+"""Lesson 04 widgets, driven without a browser (set a control's value, check ``.data``), and the one
+interface every lesson widget shares (`lessons_lib.widgets.base.LessonWidget`), checked on all five."""
 
 from __future__ import annotations
+
+import io
+from collections.abc import Callable
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image as PILImage
 
-from lessons_lib.inspect_heads import load_toy_heads, run_layer  # noqa: E402
-from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer, _runs, _tile  # noqa: E402
-
-PNG = b"\x89PNG"
+from lessons_lib.inspect_heads import ToyHeads, load_toy_heads, run_layer, split_layout
+from lessons_lib.plotting.attention_maps import tile_maps
+from lessons_lib.widgets.base import PIXEL_DENSITY, LessonWidget
+from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
+from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer, _runs
 
 
 @pytest.fixture(scope="module")
-def model():  # type: ignore[no-untyped-def]
+def model() -> ToyHeads:
     return load_toy_heads()
 
 
-def test_head_explorer_follows_its_controls(model) -> None:  # type: ignore[no-untyped-def]
+# ----- the shared interface, on every widget of lessons 04 and 05 -----------------------------
+MAKERS: dict[str, Callable[[ToyHeads], LessonWidget]] = {
+    "HeadExplorer": HeadExplorer,
+    "HeadReslicer": HeadReslicer,
+    "SplitExplorer": lambda _model: SplitExplorer(),
+    "KVCacheCalculator": lambda _model: KVCacheCalculator(),
+    "HeadSharing": lambda _model: HeadSharing(),
+}
+
+
+@pytest.fixture(params=list(MAKERS))
+def widget(request: pytest.FixtureRequest, model: ToyHeads) -> LessonWidget:
+    return MAKERS[request.param](model)
+
+
+def test_every_widget_has_controls_data_and_ui(widget: LessonWidget) -> None:
+    assert isinstance(widget, LessonWidget)
+    assert widget.controls and all(isinstance(c, widgets.ValueWidget) for c in widget.controls.values())
+    assert isinstance(widget.ui, widgets.Box)
+    for name, control in widget.controls.items():
+        assert widget.data[name] == control.value  # each control's value is in .data under its name
+        assert control.style.description_width == "initial"  # descriptions never cut off
+
+
+def test_every_widget_displays_its_box_with_a_clean_text_form(widget: LessonWidget) -> None:
+    bundle = widget._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.ui.model_id
+    text = bundle["text/plain"]
+    assert text == repr(widget)
+    assert text.startswith(f"{type(widget).__name__}(") and "children=" not in text
+    first = next(iter(widget.controls))
+    assert f"{first}={widget.controls[first].value!r}" in text
+
+
+def test_every_picture_has_twice_the_pixels_of_its_displayed_size(widget: LessonWidget) -> None:
+    layout = widget.image.layout
+    shown = (int(layout.width.removesuffix("px")), int(layout.height.removesuffix("px")))
+    picture = PILImage.open(io.BytesIO(widget.image.value))
+    assert picture.format == "PNG"
+    assert picture.size[0] >= PIXEL_DENSITY * shown[0] and picture.size[1] >= PIXEL_DENSITY * shown[1]
+    assert PIXEL_DENSITY >= 2
+
+
+def test_every_control_changes_data_and_picture_without_printing(
+    widget: LessonWidget, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, control in widget.controls.items():
+        options = [option[1] if isinstance(option, tuple) else option for option in getattr(control, "options", ())]
+        if options:
+            new = options[(options.index(control.value) + 1) % len(options)]  # the next option
+        elif isinstance(control, widgets.Checkbox):
+            new = not control.value
+        else:
+            new = control.value + 1
+        picture = bytes(widget.image.value)
+        control.value = new
+        assert widget.data[name] == new, name
+        assert bytes(widget.image.value) != picture, name
+    assert capsys.readouterr() == ("", "")
+    assert plt.get_fignums() == []  # drawn without pyplot: no figure left open
+
+
+def test_toggle_buttons_fit_their_longest_label() -> None:
+    buttons = HeadSharing().controls["mapping"]
+    longest = max(len(label) for label, _ in buttons.options)
+    assert float(buttons.style.button_width.removesuffix("em")) >= 0.5 * longest + 1
+
+
+# ----- lesson 04 --------------------------------------------------------------------------------
+def test_head_explorer_follows_its_controls(model: ToyHeads) -> None:
     explorer = HeadExplorer(model)
     _, weights = run_layer(model, explorer.tokens)
-    first_picture = bytes(explorer.image.value)
-    assert first_picture.startswith(PNG)
-    assert explorer.current["head"] == 0 and np.allclose(explorer.current["map"], weights[0, 0])
+    assert repr(explorer) == "HeadExplorer(head=0, sequence=0, average=False)"
+    assert np.allclose(explorer.data["map"], weights[0, 0])
 
-    explorer.head.value = 2
-    c = explorer.current
-    assert c["columns"] == (8, 12)
-    assert np.array_equal(c["wq"], model.layer.wq[:, 8:12])
-    assert np.array_equal(c["wk"], model.layer.wk[:, 8:12])
-    assert np.array_equal(c["wv"], model.layer.wv[:, 8:12])
-    assert np.allclose(c["map"], weights[0, 2])
-    assert bytes(explorer.image.value) != first_picture
+    explorer.controls["head"].value = 2
+    d = explorer.data
+    assert d["head"] == 2 and d["columns"] == (8, 12)
+    for name in ("wq", "wk", "wv"):
+        assert np.array_equal(d[name], getattr(model.layer, name)[:, 8:12])
+    assert np.allclose(d["map"], weights[0, 2])
+    assert d["title"] == "seq 0: head 2"
 
-    explorer.batch.value = 3
-    assert explorer.current["labels"] == model.labels(explorer.tokens[3])
-    assert np.allclose(explorer.current["map"], weights[3, 2])
+    explorer.controls["sequence"].value = 3
+    assert explorer.data["labels"] == model.labels(explorer.tokens[3])
+    assert np.allclose(explorer.data["map"], weights[3, 2])
 
-    explorer.average.value = True
-    assert np.allclose(explorer.current["map"], weights[3].mean(axis=0))
-    assert explorer.current["head"] == 2  # the columns still show the chosen head
-    explorer.average.value = False
-    assert np.allclose(explorer.current["map"], weights[3, 2])
-
-
-def test_head_explorer_display_text_is_stable(model) -> None:  # type: ignore[no-untyped-def]
-    bundle = HeadExplorer(model)._repr_mimebundle_()
-    assert bundle["text/plain"] == "HeadExplorer widget"
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    explorer.controls["average"].value = True
+    assert np.allclose(explorer.data["map"], weights[3].mean(axis=0))
+    assert explorer.data["head"] == 2 and explorer.data["columns"] == (8, 12)  # columns: still the chosen head
+    explorer.controls["average"].value = False
+    assert np.allclose(explorer.data["map"], weights[3, 2])
+    assert repr(explorer) == "HeadExplorer(head=2, sequence=3, average=False)"
 
 
-def test_reslicer_cuts_the_same_matrix(model) -> None:  # type: ignore[no-untyped-def]
+def test_head_explorer_redraws_a_sequence_seen_before(model: ToyHeads) -> None:
+    explorer = HeadExplorer(model)
+    first = bytes(explorer.image.value)
+    explorer.controls["sequence"].value = 1  # a new background, with this sequence's tokens
+    explorer.controls["sequence"].value = 0  # the cached background of sequence 0
+    assert bytes(explorer.image.value) == first
+
+
+def test_reslicer_cuts_the_same_matrix(model: ToyHeads) -> None:
     reslicer = HeadReslicer(model)
-    assert reslicer.heads.options == (1, 2, 4, 8, 16)
-    assert reslicer.current["heads"] == 4
+    assert list(reslicer.controls["heads"].options) == [1, 2, 4, 8, 16]
+    assert reslicer.data["heads"] == 4
     _, weights = run_layer(model, reslicer.tokens)
-    assert np.allclose(reslicer.current["maps"], weights[0])  # the trained cut = the trained maps
+    assert np.allclose(reslicer.data["maps"], weights[0])  # the trained cut = the trained maps
 
     for h in (1, 2, 8, 16):
-        reslicer.heads.value = h
-        c = reslicer.current
-        assert c["d_h"] == 16 // h
-        assert c["maps"].shape == (h, 8, 8)
-        assert c["wq_blocks"].shape == (h, 16, 16 // h)
-        assert np.array_equal(np.concatenate(list(c["wq_blocks"]), axis=1), model.layer.wq)
-        assert c["boundaries"][-1] == (16 - 16 // h, 16)
-        visible = [line.get_visible() for line in reslicer._edges]
-        assert sum(visible) == h - 1  # one boundary line between neighbouring heads
+        reslicer.controls["heads"].value = h
+        d = reslicer.data
+        assert d["d_h"] == 16 // h
+        assert d["maps"].shape == (h, 8, 8)
+        assert d["wq_blocks"].shape == (h, 16, 16 // h)
+        assert np.array_equal(np.concatenate(list(d["wq_blocks"]), axis=1), model.layer.wq)
+        assert d["boundaries"][-1] == (16 - 16 // h, 16)
 
-    reslicer.heads.value = 8
-    reslicer.batch.value = 2
-    assert reslicer.current["batch"] == 2
-    assert not np.allclose(reslicer.current["maps"][:4], weights[2])  # other cut, other heads
+    reslicer.controls["heads"].value = 8
+    reslicer.controls["sequence"].value = 2
+    assert reslicer.data["sequence"] == 2
+    assert reslicer.data["labels"] == model.labels(reslicer.tokens[2])
+    assert not np.allclose(reslicer.data["maps"][:4], weights[2])  # other cut, other heads
 
 
 def test_split_explorer_shows_where_features_go() -> None:
     explorer = SplitExplorer(length=4, width=8, heads=2)
-    assert explorer.current["features"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    explorer.split_mode.value = "wrong"
-    assert explorer.current["features"] == [list(range(8))] * 2
-    assert explorer.current["tokens"] == [[0, 1], [2, 3]]
-    explorer.heads.value = 4
-    assert explorer.current["tokens"] == [[0], [1], [2], [3]]
-    explorer.split_mode.value = "correct"
-    assert explorer.current["features"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    assert explorer.current["layout"].shape == (4, 8)
-    assert bytes(explorer.image.value).startswith(PNG)
+    assert explorer.data["features"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert explorer.data["legend"].splitlines()[1] == "head 1: tokens 0-3, features 4-7"
+    explorer.controls["split"].value = "wrong"
+    assert explorer.data["features"] == [list(range(8))] * 2
+    assert explorer.data["tokens"] == [[0, 1], [2, 3]]
+    assert np.array_equal(explorer.data["layout"], split_layout(4, 8, 2, "wrong"))
+    explorer.controls["heads"].value = 4
+    assert explorer.data["tokens"] == [[0], [1], [2], [3]]
+    explorer.controls["split"].value = "correct"
+    assert explorer.data["features"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert explorer.data["layout"].shape == (4, 8)
+    assert repr(explorer) == "SplitExplorer(split='correct', heads=4)"
 
 
 def test_split_explorer_rejects_bad_heads() -> None:
@@ -96,20 +175,10 @@ def test_split_explorer_rejects_bad_heads() -> None:
         SplitExplorer(length=4, width=8, heads=3)
 
 
-def test_callbacks_print_nothing(model, capsys) -> None:  # type: ignore[no-untyped-def]
-    explorer = HeadExplorer(model)
-    reslicer = HeadReslicer(model)
-    explorer.head.value = 1
-    explorer.average.value = True
-    reslicer.heads.value = 2
-    out = capsys.readouterr()
-    assert out.out == "" and out.err == ""
-
-
 def test_helpers() -> None:
     assert _runs([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
-    tiled = _tile(np.ones((3, 2, 2)), slots=4, per_row=2)
+    tiled = tile_maps(np.ones((3, 2, 2)), slots=4, per_row=2)
     assert tiled.shape == (5, 5)
     assert np.isnan(tiled).sum() == 25 - 12
     with pytest.raises(ValueError, match="slots"):
-        _tile(np.ones((5, 2, 2)), slots=4)
+        tile_maps(np.ones((5, 2, 2)), slots=4)

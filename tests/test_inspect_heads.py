@@ -16,12 +16,12 @@ from lessons_lib.inspect_heads import (
     attention_cost,
     average_over_heads,
     column_blocks,
-    head_options,
     embed,
     features_per_head,
     head_behaviour,
     head_columns,
     head_maps,
+    head_options,
     head_roles,
     load_toy_heads,
     predict,
@@ -52,7 +52,7 @@ def test_load_shapes(model) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_missing_file_names_the_script(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="scripts/train_toy_heads.py"):
+    with pytest.raises(FileNotFoundError, match=r"scripts/train_toy_heads.py"):
         load_toy_heads(tmp_path / "nothing.npz")
 
 
@@ -112,7 +112,7 @@ def test_column_blocks_reassemble(sizes: tuple[int, int], seed: int) -> None:
 
 def test_head_columns_errors() -> None:
     w = np.zeros((8, 8))
-    with pytest.raises(ValueError, match="head must be in 0 .. 1"):
+    with pytest.raises(ValueError, match=r"head must be in 0 .. 1"):
         head_columns(w, 2, 2)
     with pytest.raises(ValueError, match="not divisible by heads h=3"):
         column_blocks(w, 3)
@@ -123,7 +123,7 @@ def test_head_columns_errors() -> None:
 def test_head_options() -> None:
     assert head_options(16) == [1, 2, 4, 8, 16]
     assert head_options(12) == [1, 2, 3, 4, 6, 12]
-    assert head_options(np.int64(4)) == [1, 2, 4]
+    assert head_options(np.int64(4)) == [1, 2, 4]  # type: ignore[arg-type]  # NumPy ints are accepted
     with pytest.raises(ValueError, match="width"):
         head_options(0)
 
@@ -215,19 +215,24 @@ def test_plots_return_figures(model) -> None:  # type: ignore[no-untyped-def]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lessons_lib.plotting.attention_maps import plot_average_contrast, plot_head_grid, plot_head_map, plot_split_layouts
+    from lessons_lib.plotting.attention_maps import (
+        plot_average_contrast,
+        plot_head_grid,
+        plot_head_map,
+        plot_split_layouts,
+    )
 
     tokens, _ = make_batch(1, model.config, seed=EVAL_SEED)
     _, weights = run_layer(model, tokens)
     labels = model.labels(tokens[0])
     one = plot_head_map(weights[0, 0], labels, labels, "head 0")
     assert [t.get_text() for t in one.axes[0].get_xticklabels()] == labels
-    assert np.allclose(one.axes[0].images[0].get_array(), weights[0, 0])
+    assert np.allclose(np.asarray(one.axes[0].images[0].get_array()), weights[0, 0])
     grid = plot_head_grid(weights[0], labels)
     assert [ax.get_title() for ax in grid.axes] == ["head 0", "head 1", "head 2", "head 3"]
     contrast = plot_average_contrast(weights[0], labels)
     assert contrast.axes[-1].get_title() == "average of heads"
-    assert np.allclose(contrast.axes[-1].images[0].get_array(), weights[0].mean(axis=0))
+    assert np.allclose(np.asarray(contrast.axes[-1].images[0].get_array()), weights[0].mean(axis=0))
     split = plot_split_layouts(split_layout(4, 8, 2, "correct"), split_layout(4, 8, 2, "wrong"), 2)
     assert len(split.axes) == 2
     with pytest.raises(ValueError, match="one label per position"):

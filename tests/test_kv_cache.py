@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
 
-from lessons_lib.validation import group_size as check_kv_heads
 from lessons_lib.kv_cache import (
     MODELS,
     ModelPreset,
@@ -19,6 +19,7 @@ from lessons_lib.kv_cache import (
     kv_head_options,
     ladder,
 )
+from lessons_lib.validation import group_size as check_kv_heads
 
 # Copied by hand from each model's config.json (num_hidden_layers, hidden_size,
 # num_attention_heads, num_key_value_heads), so a typo in MODELS shows up as a mismatch here.
@@ -85,7 +86,7 @@ def test_kv_head_options_and_check() -> None:
     with pytest.raises(TypeError, match="heads must be an int"):
         kv_head_options(2.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="kv_heads must be an int"):
-        check_kv_heads(4, True)  # type: ignore[arg-type]
+        check_kv_heads(4, True)
 
 
 def test_ladder_rows() -> None:
@@ -111,12 +112,13 @@ def test_kv_cache_bytes_unchanged() -> None:
     with pytest.raises(ValueError, match="layers must be positive"):
         kv_cache_bytes(0, 1, 1)
     with pytest.raises(TypeError, match="head_dim must be an int"):
-        kv_cache_bytes(1, 1, True)  # type: ignore[arg-type]
+        kv_cache_bytes(1, 1, True)
 
 
 @pytest.mark.parametrize(
     ("n", "text"),
-    [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (524288, "512 KiB"), (2 * 1024**3, "2 GiB"), (5 * 1024**4, "5 TiB")],
+    [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (524288, "512 KiB"), (2 * 1024**3, "2 GiB"),
+     (5 * 1024**4, "5 TiB")],
 )
 def test_format_bytes(n: int, text: str) -> None:
     assert format_bytes(n) == text
@@ -129,6 +131,6 @@ def test_format_bytes_rejects_negative() -> None:
 
 def test_byte_counts_are_exact_for_numpy_integers() -> None:
     """np.int32 sizes must not overflow: the maths runs on Python ints."""
-    sizes = [np.int32(n) for n in (80, 8, 128, 100_000, 64)]
+    sizes: list[Any] = [np.int32(n) for n in (80, 8, 128, 100_000, 64)]  # NumPy ints, as a config might hold
     assert kv_cache_bytes(*sizes) == 2 * 80 * 8 * 128 * 100_000 * 64 * 2 == 2_097_152_000_000
-    assert format_bytes(kv_cache_bytes(np.int64(32), 8, 128)) == "128 KiB"
+    assert format_bytes(kv_cache_bytes(np.int64(32), 8, 128)) == "128 KiB"  # type: ignore[arg-type]

@@ -88,34 +88,38 @@ def test_state_dict_keys_are_documented_and_round_trip() -> None:
 
 
 # ----- building from given weights -----------------------------------------------------------
+ONES = np.ones((8, 8))
+
+
 def test_numpy_multihead_from_weights_equals_the_seeded_layer() -> None:
     seeded = mha_numpy.MultiHead(8, 2, seed=4)
     given = mha_numpy.MultiHead.from_weights(seeded.wq, seeded.wk, seeded.wv, seeded.wo, heads=2)
     x = x64(2, 3, 8)
     np.testing.assert_array_equal(given(x)[0], seeded(x)[0])
-    assert (given.width, given.heads, given.head_width, given.dtype) == (8, 2, 4, np.float64)
-    as_f32 = mha_numpy.MultiHead.from_weights(*(w.astype(np.float32) for w in (seeded.wq, seeded.wk, seeded.wv, seeded.wo)), 4)
+    assert (given.width, given.heads, given.head_width) == (8, 2, 4) and given.dtype == np.float64
+    wq, wk, wv, wo = (w.astype(np.float32) for w in (seeded.wq, seeded.wk, seeded.wv, seeded.wo))
+    as_f32 = mha_numpy.MultiHead.from_weights(wq, wk, wv, wo, 4)
     assert as_f32.dtype == np.float32 and as_f32.head_width == 2
 
 
 def test_torch_multihead_from_weights_takes_nn_linear_layout() -> None:
     numpy_layer = mha_numpy.MultiHead(8, 2, seed=4)
-    weights = [torch.from_numpy(w.T.copy()) for w in (numpy_layer.wq, numpy_layer.wk, numpy_layer.wv, numpy_layer.wo)]
-    layer = mha_torch.MultiHead.from_weights(*weights, heads=2)
+    numpy_weights = (numpy_layer.wq, numpy_layer.wk, numpy_layer.wv, numpy_layer.wo)
+    wq, wk, wv, wo = (torch.from_numpy(w.T.copy()) for w in numpy_weights)
+    layer = mha_torch.MultiHead.from_weights(wq, wk, wv, wo, heads=2)
     assert layer.dtype == torch.float64
     x = x64(1, 4, 8)
     np.testing.assert_allclose(layer(torch.from_numpy(x))[0].detach().numpy(), numpy_layer(x)[0], atol=1e-12)
-    weights[0][0, 0] = 99.0  # the layer holds copies
+    wq[0, 0] = 99.0  # the layer holds copies
     assert layer.wq.weight[0, 0] != 99.0
 
 
 def test_gqa_from_weights_in_both_libraries() -> None:
     numpy_layer = gqa_numpy.GroupedQueryAttention(8, 4, 2, seed=6)
-    ws = (numpy_layer.wq, numpy_layer.wk, numpy_layer.wv, numpy_layer.wo)
-    given = gqa_numpy.GroupedQueryAttention.from_weights(*ws, heads=4, kv_heads=2)
-    torch_layer = gqa_torch.GroupedQueryAttention.from_weights(
-        *(torch.from_numpy(w.T.copy()) for w in ws), heads=4, kv_heads=2
-    )
+    wq, wk, wv, wo = numpy_layer.wq, numpy_layer.wk, numpy_layer.wv, numpy_layer.wo
+    given = gqa_numpy.GroupedQueryAttention.from_weights(wq, wk, wv, wo, heads=4, kv_heads=2)
+    tq, tk, tv, to = (torch.from_numpy(w.T.copy()) for w in (wq, wk, wv, wo))
+    torch_layer = gqa_torch.GroupedQueryAttention.from_weights(tq, tk, tv, to, heads=4, kv_heads=2)
     x = x64(2, 5, 8)
     np.testing.assert_array_equal(given(x)[0], numpy_layer(x)[0])
     np.testing.assert_allclose(torch_layer(torch.from_numpy(x))[0].detach().numpy(), numpy_layer(x)[0], atol=1e-12)
@@ -137,11 +141,11 @@ def test_latent_attention_from_weights() -> None:
 @pytest.mark.parametrize(
     ("build", "error", "message"),
     [
-        (lambda: mha_numpy.MultiHead.from_weights(np.ones((8, 8)), np.ones((8, 4)), np.ones((8, 8)), np.ones((8, 8)), 2),
+        (lambda: mha_numpy.MultiHead.from_weights(ONES, np.ones((8, 4)), ONES, ONES, 2),
          ValueError, r"wk must have shape \(D, D\) = \(8, 8\), got \(8, 4\)"),
-        (lambda: mha_numpy.MultiHead.from_weights(np.ones((8, 8)), np.ones((8, 8)), np.ones((8, 8)), np.ones((8, 8)), 3),
+        (lambda: mha_numpy.MultiHead.from_weights(ONES, ONES, ONES, ONES, 3),
          ValueError, "not divisible by heads h=3"),
-        (lambda: mha_numpy.MultiHead.from_weights(np.ones((8, 8)), np.ones((8, 8), np.float32), np.ones((8, 8)), np.ones((8, 8)), 2),
+        (lambda: mha_numpy.MultiHead.from_weights(ONES, ONES.astype(np.float32), ONES, ONES, 2),
          TypeError, "must share one dtype"),
         (lambda: mha_numpy.MultiHead.from_weights(np.ones(8), np.ones(8), np.ones(8), np.ones(8), 2),
          ValueError, "wq must have exactly 2 axes"),

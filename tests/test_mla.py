@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from lessons_lib.kv_cache import kv_cache_bytes
-from lessons_lib.mla import LatentAttention, LatentCache, mla_cache_bytes
 from lessons_lib.mha_numpy import attention, causal_mask
+from lessons_lib.mla import LatentAttention, LatentCache, mla_cache_bytes
 from lessons_lib.rope import apply_rope
 
 
@@ -121,7 +121,7 @@ def test_cache_byte_counts() -> None:
 
 
 def test_bad_sizes_rejected() -> None:
-    with pytest.raises(ValueError, match="rope_width .* even"):
+    with pytest.raises(ValueError, match=r"rope_width .* even"):
         LatentAttention(8, 2, latent_width=4, rope_width=3)
     with pytest.raises(ValueError, match=r"latent_width \(d_c\) must be positive"):
         LatentAttention(8, 2, latent_width=0, rope_width=2)

@@ -56,6 +56,15 @@ def execution_count_problems(nb: Notebook) -> list[str]:
     return [f"execution counts are {counts}, expected {expected}: run scripts/regenerate_notebooks.py"]
 
 
+def timestamp_problems(nb: Notebook) -> list[str]:
+    """Execution timestamps in cell metadata change on every run: noise in every diff."""
+    return [
+        f"code cell {i} stores execution timestamps in its metadata: run scripts/regenerate_notebooks.py"
+        for i, cell in enumerate(code_cells(nb), 1)
+        if "execution" in cell.get("metadata", {})
+    ]
+
+
 def error_output_problems(nb: Notebook) -> list[str]:
     return [
         f"code cell {i} stores an error output ({output.get('ename')}); catch it and print it instead"
@@ -134,9 +143,49 @@ def heading_problems(nb: Notebook) -> list[str]:
     ]
 
 
+LIBRARY_IMPORT = re.compile(r"^\s*(from\s+(lessons_lib\S*)\s+import\s+(.+)|import\s+(lessons_lib\S*)(.*))$")
+INTERNAL_MODULES = ("validation",)
+LIBRARY_PACKAGES = ("lessons_lib", "lessons_lib.checks", "lessons_lib.plotting", "lessons_lib.widgets")
+
+
+def _imported_names(text: str) -> list[str]:
+    return [name.strip() for name in text.strip().strip("()").split(",") if name.strip()]
+
+
+def library_import_problems(nb: Notebook) -> list[str]:
+    """One import style: ``from lessons_lib[.sub] import module`` for modules only, no ``as``
+    aliases, nothing internal, so ``mha_numpy.attention`` reads the same in every lesson."""
+    problems = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        text = re.sub(r"\(\s*([^)]*?)\s*\)", lambda m: "(" + " ".join(m[1].split()) + ")", source(cell))
+        for line in text.splitlines():
+            match = LIBRARY_IMPORT.match(line)
+            if not match:
+                continue
+            if match[4]:
+                problems.append(f"code cell {i}: write 'from lessons_lib import <module>', not {line.strip()!r}")
+                continue
+            package, names = match[2], _imported_names(match[3])
+            for name in names:
+                if " as " in name:
+                    problems.append(f"code cell {i}: no alias for library modules: {line.strip()!r}")
+                elif name in INTERNAL_MODULES or package.endswith(".validation"):
+                    problems.append(f"code cell {i}: {name!r} is internal; notebooks use the public modules")
+                elif not name.islower():
+                    problems.append(
+                        f"code cell {i}: import the module, not {name!r}: 'from {package.rsplit('.', 1)[0]} "
+                        f"import {package.rsplit('.', 1)[-1]}' then '{package.rsplit('.', 1)[-1]}.{name}'"
+                    )
+            if package not in LIBRARY_PACKAGES:
+                problems.append(f"code cell {i}: import modules from their package: {line.strip()!r}")
+    return problems
+
+
 CHECKS: dict[str, Callable[[Notebook], list[str]]] = {
+    "one_library_import_style": library_import_problems,
     "kernelspec": kernelspec_problems,
     "execution_counts": execution_count_problems,
+    "no_timestamps": timestamp_problems,
     "no_error_outputs": error_output_problems,
     "no_stderr": stderr_problems,
     "ignore_markers_have_reasons": ignore_marker_problems,
@@ -177,7 +226,8 @@ def code(
     text: str, count: int | None, outputs: list[dict[str, Any]] | None = None, tags: list[str] | None = None
 ) -> dict[str, Any]:
     metadata = {"tags": tags} if tags else {}
-    return {"cell_type": "code", "metadata": metadata, "source": text, "execution_count": count, "outputs": outputs or []}
+    cell = {"cell_type": "code", "metadata": metadata, "source": text, "execution_count": count}
+    return {**cell, "outputs": outputs or []}
 
 
 def stream(text: str, name: str = "stdout") -> dict[str, Any]:
@@ -192,7 +242,7 @@ def clean_notebook() -> Notebook:
             code("print(1 + 1)", 1, [stream("2\n")]),
             code("# NBVAL_IGNORE_OUTPUT: live widget; the next cell drives it\nw", 2, tags=["nbval-ignore-output"]),
             markdown("## Quick check"),
-            code("x = 10", 3),
+            code("from lessons_lib import mha_numpy\nfrom lessons_lib.checks import one_head\nx = 10", 3),
             markdown("## What comes next\n\nLesson 02."),
         ],
     }
@@ -215,6 +265,10 @@ def set_kernel(nb: Notebook) -> None:
 
 def set_count(nb: Notebook) -> None:
     nb["cells"][2]["execution_count"] = 7
+
+
+def add_timestamp(nb: Notebook) -> None:
+    nb["cells"][1]["metadata"]["execution"] = {"iopub.status.busy": "2026-11-29T09:22:31.887155Z"}
 
 
 def add_error(nb: Notebook) -> None:
@@ -260,10 +314,31 @@ def drop_quick_check(nb: Notebook) -> None:
     nb["cells"][3]["source"] = "Some questions."
 
 
+def import_a_name(nb: Notebook) -> None:
+    nb["cells"][4]["source"] = "from lessons_lib.mha_numpy import attention"
+
+
+def import_an_alias(nb: Notebook) -> None:
+    nb["cells"][4]["source"] = "from lessons_lib import mha_numpy as nc"
+
+
+def import_internal(nb: Notebook) -> None:
+    nb["cells"][4]["source"] = "from lessons_lib import (\n    mha_numpy,\n    validation,\n)"
+
+
+def import_dotted(nb: Notebook) -> None:
+    nb["cells"][4]["source"] = "import lessons_lib.mha_numpy"
+
+
 BROKEN = [
+    ("one_library_import_style", import_a_name),
+    ("one_library_import_style", import_an_alias),
+    ("one_library_import_style", import_internal),
+    ("one_library_import_style", import_dotted),
     ("kernelspec", set_kernel),
     ("execution_counts", set_count),
     ("execution_counts", code_first),
+    ("no_timestamps", add_timestamp),
     ("no_error_outputs", add_error),
     ("no_stderr", add_stderr),
     ("ignore_markers_have_reasons", drop_reason),

@@ -311,9 +311,9 @@ def attention_rowwise(
     q = np.broadcast_to(q, lead + q.shape[-2:])
     k = np.broadcast_to(k, lead + k.shape[-2:])
     v = np.broadcast_to(v, lead + v.shape[-2:])
-    mask = np.ones(lead + (T, S), bool) if allowed is None else np.broadcast_to(allowed, lead + (T, S))
-    out = np.zeros(lead + (T, v.shape[-1]))
-    weights = np.zeros(lead + (T, S))
+    mask = np.ones((*lead, T, S), bool) if allowed is None else np.broadcast_to(allowed, (*lead, T, S))
+    out = np.zeros((*lead, T, v.shape[-1]))
+    weights = np.zeros((*lead, T, S))
     for index in np.ndindex(*lead):
         for t in range(T):
             scores = np.array([q[index][t] @ k[index][s] for s in range(S)]) / math.sqrt(q.shape[-1])
@@ -332,16 +332,16 @@ def test_attention_function_numpy_torch_and_rowwise_agree(
     mask_shape: tuple[int, ...] | None, dtype: Any,
 ) -> None:
     rng = np.random.default_rng(T * 100 + S * 10 + d)
-    q: NDArray[Any] = rng.standard_normal(q_lead + (T, d)).astype(dtype)
-    k: NDArray[Any] = rng.standard_normal(kv_lead + (S, d)).astype(dtype)
-    v: NDArray[Any] = rng.standard_normal(kv_lead + (S, d_v)).astype(dtype)
+    q: NDArray[Any] = rng.standard_normal((*q_lead, T, d)).astype(dtype)
+    k: NDArray[Any] = rng.standard_normal((*kv_lead, S, d)).astype(dtype)
+    v: NDArray[Any] = rng.standard_normal((*kv_lead, S, d_v)).astype(dtype)
     allowed = None if mask_shape is None else random_mask(rng, mask_shape)
     numpy_out, numpy_weights = nc.attention(q, k, v, allowed)
     torch_out, torch_weights = tc.attention(tensor(q), tensor(k), tensor(v), to_torch(allowed))
     expected_out, expected_weights = attention_rowwise(q, k, v, allowed)
     lead = np.broadcast_shapes(q_lead, kv_lead)
-    assert numpy_out.shape == tuple(torch_out.shape) == lead + (T, d_v)
-    assert numpy_weights.shape == tuple(torch_weights.shape) == lead + (T, S)
+    assert numpy_out.shape == tuple(torch_out.shape) == (*lead, T, d_v)
+    assert numpy_weights.shape == tuple(torch_weights.shape) == (*lead, T, S)
     for out, weights in ((numpy_out, numpy_weights), (torch_out, torch_weights)):
         assert_close(out, expected_out, dtype)
         assert_close(weights, expected_weights, dtype)
@@ -381,3 +381,14 @@ def test_causal_mask_numpy_torch_and_definition_agree(T: int, S: int | None) -> 
     assert np.array_equal(torch_mask.numpy(), expected)
     # The last query (the newest token) sees every source position.
     assert numpy_mask[-1].all()
+
+
+def test_split_and_merge_move_integers_too() -> None:
+    """A split only moves numbers, so lessons 02 and 03 may label features with integers."""
+    labels = np.arange(2 * 3 * 8).reshape(2, 3, 8)  # (B, T, D), int64
+    numpy_heads = nc.split_heads(labels, 2)  # type: ignore[arg-type]  # any dtype is accepted
+    assert numpy_heads.dtype == np.int64 and numpy_heads.shape == (2, 2, 3, 4)
+    assert np.array_equal(nc.merge_heads(numpy_heads), labels)
+    torch_heads = tc.split_heads(torch.from_numpy(labels), 2)
+    assert torch_heads.dtype == torch.int64 and tuple(torch_heads.shape) == (2, 2, 3, 4)
+    assert np.array_equal(tc.merge_heads(torch_heads).numpy(), labels)

@@ -75,11 +75,13 @@ def test_rope_between_query_and_key_up_projection_breaks_absorption() -> None:
     assert not np.allclose(needed, other)
 
 
-@pytest.mark.parametrize(("d", "message"), [(0, "d must be positive"), (3, "d must be even"), (-2, "d must be positive")])
+@pytest.mark.parametrize(
+    ("d", "message"), [(0, "d must be positive"), (3, "d must be even"), (-2, "d must be positive")]
+)
 def test_odd_or_nonpositive_width_rejected(d: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         rope_angles([0, 1], d)
-    assert rope_angles([0, 1], np.int64(4)).shape == (2, 2)
+    assert rope_angles([0, 1], np.int64(4)).shape == (2, 2)  # type: ignore[arg-type]  # NumPy ints are accepted
 
 
 def test_bad_inputs() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lessons_lib.inspect_heads import EVAL_SEED, head_behaviour, head_roles, load_toy_heads, run_layer
 from lessons_lib.toy_task import ToyConfig, make_batch, targets, token_labels
@@ -37,13 +38,13 @@ def test_targets() -> None:
 def test_config_errors() -> None:
     with pytest.raises(ValueError, match="not divisible by heads"):
         ToyConfig(width=16, heads=3)
-    with pytest.raises(ValueError, match="ToyConfig.steps"):
+    with pytest.raises(ValueError, match=r"ToyConfig.steps"):
         ToyConfig(steps=0)
     with pytest.raises(ValueError, match="batch"):
         make_batch(0)
 
 
-def _specialists(behaviour: dict[str, np.ndarray]) -> dict[str, list[int]]:
+def _specialists(behaviour: dict[str, NDArray[np.floating]]) -> dict[str, list[int]]:
     roles = head_roles(behaviour, THRESHOLD)
     found: dict[str, list[int]] = {}
     for head, role in enumerate(roles):

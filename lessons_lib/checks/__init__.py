@@ -1,18 +1,57 @@
-"""Quick-check helpers: each lesson's checker returns a `Verdict` that explains a wrong answer.
+"""Quick-check helpers: the one way every lesson's checker reads an answer and compares it.
 
-Per-lesson checkers live in ``lessons_lib.checks.lessonNN``; they import only NumPy, and accept
-torch tensors too by converting them with `as_numpy`.
+The checkers live in ``lessons_lib.checks.<topic>`` (``one_head``, ``splitting_into_heads``,
+``concatenate_and_project``, ``inspecting_heads``, ``grouped_query_attention``, ``latent_attention``,
+``efficient_attention``); each returns a `Verdict` that explains a wrong answer. They share:
+
+- answer readers that never raise: `array_answer`, `number_answer`, `int_answer`,
+  `int_array_answer` and `mask_answer` return the learner's value, or a failed `Verdict` saying
+  why it is not what the question asks for;
+- readers for a checker's own problem inputs, which raise on a bad one (a bug in the calling code):
+  `reference_array` and `reference_mask`;
+- one comparison policy: `same` compares integers exactly and floats up to `RTOL` and `ATOL`;
+  `first_match` names the first known mistake an answer equals.
+
+Only NumPy is imported; torch tensors are accepted too and converted with `as_numpy`.
 """
 
 from __future__ import annotations
 
+import numbers
+import reprlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Verdict", "as_numpy", "failed", "number_answer", "passed"]
+__all__ = [
+    "ATOL",
+    "RTOL",
+    "Verdict",
+    "array_answer",
+    "as_numpy",
+    "failed",
+    "first_match",
+    "int_answer",
+    "int_array_answer",
+    "mask_answer",
+    "number_answer",
+    "passed",
+    "reference_array",
+    "reference_mask",
+    "same",
+]
+
+Floats = NDArray[np.float64]
+
+# float32 keeps about 7 significant digits; after a few products and a softmax a float32 answer
+# (e.g. from torch) is off by ~1e-6 relative, well inside RTOL, and ATOL absorbs the rounding of
+# entries near 0. Every mistake the checkers name differs by far more (a factor such as sqrt(d),
+# a permutation, a missing term), so each stays distinguishable from the right answer.
+RTOL = 1e-5
+ATOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -42,22 +81,197 @@ def failed(question: str, message: str) -> Verdict:
 
 
 def as_numpy(value: Any) -> NDArray[Any]:
-    """A NumPy copy of an array, a torch tensor (detached) or a nested list."""
+    """A NumPy copy of an array, a torch tensor (detached, on the CPU) or a nested list."""
     if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
+        tensor = value.detach().cpu()
+        try:
+            return np.asarray(tensor.numpy())
+        except TypeError:  # a dtype NumPy lacks, such as bfloat16
+            return np.asarray(tensor.float().numpy())
     return np.asarray(value)
 
 
-def number_answer(question: str, answer: Any, what: str) -> float | Verdict:
-    """The learner's ``answer`` as one float, or a `Verdict` saying why it is not one number.
+# ----- reading the learner's answer: never raises --------------------------------------------
+def _describe(value: Any) -> str:
+    """What the learner handed in, for a message: ``"str 'abc'"``, ``"ndarray of dtype <U3"``."""
+    try:
+        if isinstance(value, np.ndarray) or hasattr(value, "detach"):
+            return f"{type(value).__name__} of dtype {value.dtype}"
+    except Exception:  # an object whose attributes misbehave: its type is all we can say
+        return type(value).__name__
+    return f"{type(value).__name__} {reprlib.repr(value)}"
+
+
+def _to_array(value: Any) -> NDArray[Any] | None:
+    """``value`` as a NumPy array with its own dtype, or ``None`` if it cannot be one."""
+    try:
+        return as_numpy(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    except Exception:  # ragged lists, odd objects, tensors that refuse: all mean "not an array"
+        return None
+
+
+def _real_array(value: Any) -> NDArray[Any] | None:
+    """``value`` as an array of real numbers (bool, int, float, or objects that are all numbers)."""
+    array = _to_array(value)
+    if array is None or array.dtype.kind not in "biufO":
+        return None
+    if array.dtype.kind == "O" and not all(isinstance(x, numbers.Real) for x in array.flat):
+        return None
+    return array
+
+
+def _float_array(value: Any) -> Floats | None:
+    """``value`` as float64 if it holds real numbers, else ``None``."""
+    array = _real_array(value)
+    try:
+        return None if array is None else array.astype(np.float64)
+    except Exception:  # a number type that refuses float()
+        return None
+
+
+def _missing(question: str, what: str) -> Verdict:
+    return failed(question, f"no answer yet: replace None with {what}")
+
+
+def array_answer(question: str, answer: Any, what: str) -> Floats | Verdict:
+    """The learner's ``answer`` as a float64 array, or a `Verdict` saying why it is not one.
 
     ``what`` completes "replace None with ..." for an unanswered question.
     """
     if answer is None:
-        return failed(question, f"no answer yet: replace None with {what}")
-    if isinstance(answer, bool):
-        return failed(question, f"expected a number, got the boolean {answer}")
+        return _missing(question, what)
+    array = _float_array(answer)
+    if array is None:
+        return failed(question, f"expected an array of numbers, got {_describe(answer)}")
+    return array
+
+
+def _one_value(question: str, answer: Any, what: str, wanted: str) -> int | float | Verdict:
+    """The single real number in ``answer`` (a Python int when it is an integer), or a `Verdict`."""
+    if answer is None:
+        return _missing(question, what)
+    array = _to_array(answer)
+    if array is None or array.size != 1 or array.dtype.kind not in "biufO":
+        return failed(question, f"expected {wanted}, got {_describe(answer)}")
+    value = array.reshape(()).item()
+    if isinstance(value, (bool, np.bool_)):
+        return failed(question, f"expected {wanted}, got the boolean {value}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return failed(question, f"expected {wanted}, got {_describe(answer)}")
+
+
+def number_answer(question: str, answer: Any, what: str) -> float | Verdict:
+    """The learner's ``answer`` as one float, or a `Verdict` saying why it is not one number."""
+    value = _one_value(question, answer, what, "one number")
+    return value if isinstance(value, Verdict) else float(value)
+
+
+def int_answer(question: str, answer: Any, what: str) -> int | Verdict:
+    """The learner's ``answer`` as one whole number (``4.0`` counts, ``2.5`` does not), or a `Verdict`."""
+    value = _one_value(question, answer, what, "one whole number")
+    if isinstance(value, (int, Verdict)):
+        return value
+    if not value.is_integer():  # also catches nan and inf
+        return failed(question, f"expected one whole number, got {value!r}")
+    return int(value)
+
+
+def int_array_answer(question: str, answer: Any, what: str) -> NDArray[np.int64] | Verdict:
+    """The learner's ``answer`` as a 1-D array of integers (a list, range, set or integer array).
+
+    Floats, even whole ones, are refused: the question asks for indices.
+    """
+    if answer is None:
+        return _missing(question, what)
+    array = _to_array(answer)
+    if array is None or array.ndim != 1 or array.dtype.kind not in "iu":
+        return failed(question, f"expected {what}, got {_describe(answer)}")
+    return array.astype(np.int64)
+
+
+def mask_answer(question: str, answer: Any, what: str) -> NDArray[Any] | Verdict:
+    """The learner's mask as an array with its own dtype (bool, int or float), or a `Verdict`.
+
+    The dtype is kept so that the checker can name the mistake (an additive mask, 0/1 numbers).
+    """
+    if answer is None:
+        return _missing(question, what)
+    array = _to_array(answer)
+    if array is None or array.dtype.kind == "O":
+        return failed(question, f"expected a boolean mask, got {_describe(answer)}")
+    if array.dtype.kind not in "biuf":
+        return failed(question, f"expected a boolean mask, got dtype {array.dtype}")
+    return array
+
+
+# ----- comparing ------------------------------------------------------------------------------
+def same(answer: Any, expected: Any) -> bool:
+    """Same shape and the same numbers; never raises.
+
+    Integers and booleans on both sides (counts, indices) must be equal exactly; otherwise the
+    numbers must agree up to `RTOL` and `ATOL`. NaN never matches; infinities match themselves.
+    """
+    a, b = _real_array(answer), _real_array(expected)
+    if a is None or b is None or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        return bool(np.array_equal(a, b))
+    a, b = _float_array(a), _float_array(b)
+    if a is None or b is None:
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(a, b, rtol=RTOL, atol=ATOL))
+
+
+def first_match(answer: Any, candidates: Iterable[tuple[Any, str]]) -> str | None:
+    """The message of the first candidate ``answer`` equals under `same`, or ``None``.
+
+    A candidate is ``(value or zero-argument callable, message)``. A computation that raises
+    ``ValueError`` (shapes that do not fit, e.g. ``weights.T @ v`` when ``T != S``) is skipped:
+    nobody can have handed it in.
+    """
+    for value, message in candidates:
+        try:
+            with np.errstate(all="ignore"):
+                computed = value() if callable(value) else value
+        except ValueError:
+            continue
+        if same(answer, computed):
+            return message
+    return None
+
+
+# ----- reading the checker's own inputs: raises on a bad one ---------------------------------
+def _reference(name: str, value: Any, layout: str, kind: str, rank: int | None, min_rank: int | None) -> NDArray[Any]:
+    wanted = "floating-point numbers" if kind == "f" else "booleans (a mask, True = may attend)"
     try:
-        return float(np.asarray(as_numpy(answer), dtype=np.float64).item())
-    except (TypeError, ValueError):
-        return failed(question, f"expected one number, got {type(answer).__name__} {answer!r}")
+        array = as_numpy(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must hold {wanted} laid out as {layout}, got {_describe(value)}") from error
+    if array.dtype.kind != kind:
+        raise TypeError(f"{name} must hold {wanted} laid out as {layout}, got dtype {array.dtype}")
+    shape = tuple(array.shape)
+    if rank is not None and array.ndim != rank:
+        raise ValueError(f"{name} must have {rank} axes laid out as {layout}, got shape {shape}")
+    if min_rank is not None and array.ndim < min_rank:
+        raise ValueError(f"{name} must have at least {min_rank} axes laid out as {layout}, got shape {shape}")
+    return array
+
+
+def reference_array(
+    name: str, value: Any, layout: str, rank: int | None = None, min_rank: int | None = None
+) -> Floats:
+    """A checker's problem input (not the answer) as float64.
+
+    ``TypeError`` unless floating point; ``ValueError`` unless it has exactly ``rank`` (or at least
+    ``min_rank``) axes. ``layout`` names the axes in messages, e.g. ``"(B, h, T, d_h)"``.
+    """
+    return _reference(name, value, layout, "f", rank, min_rank).astype(np.float64)
+
+
+def reference_mask(name: str, value: Any, layout: str, rank: int | None = None) -> NDArray[np.bool_]:
+    """A checker's boolean mask input (True = may attend); errors as in `reference_array`."""
+    return _reference(name, value, layout, "b", rank, None).astype(np.bool_)

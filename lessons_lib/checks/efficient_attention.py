@@ -1,8 +1,10 @@
-"""Quick check for lesson 07 (efficient attention): the weight count, the online sum, tiling.
+"""Quick check of the lesson "Efficient attention" (checkers in ``lessons_lib.checks.efficient_attention``):
+the weight count, the online sum, tiling.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 usual mistakes: leaving out the heads or the batch, counting bytes instead of entries, forgetting
 to rescale the running sum (or the running output) when the running maximum grows.
+`check_weight_entries` is the checker of ``lessons_lib.checks.inspecting_heads``, re-exported.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions.
 """
@@ -15,39 +17,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.checks import Verdict, as_numpy, failed, number_answer, passed
+from lessons_lib.checks import (
+    Verdict,
+    array_answer,
+    failed,
+    first_match,
+    number_answer,
+    passed,
+    reference_array,
+    same,
+)
+from lessons_lib.checks.inspecting_heads import check_weight_entries
 from lessons_lib.mha_numpy import attention
+from lessons_lib.validation import check_int
 
-__all__ = ["check_weight_entries", "check_online_sum", "check_tiled_output"]
+__all__ = ["check_online_sum", "check_tiled_output", "check_weight_entries"]
 
 Floats = NDArray[np.float64]
-
-
-def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
-    """Question "weight entries": a materialised weight tensor has ``B * h * T * S`` entries.
-
-    Recognises: heads left out, batch left out, ``T * T`` or ``S * S`` used for ``T * S``, and
-    bytes (float32 or float64) given instead of entries.
-    """
-    question = "weight entries"
-    a = number_answer(question, answer, "B * h * T * S")
-    if isinstance(a, Verdict):
-        return a
-    right = B * h * T * S
-    if a == right:
-        return passed(question, f"B*h*T*S = {B}*{h}*{T}*{S} = {right} entries, one per (batch, head, query, key)")
-    mistakes = [
-        (B * T * S, "you left out the heads: every head has its own (T, S) map"),
-        (h * T * S, "you left out the batch: every sequence in the batch has its own maps"),
-        (B * h * T * T, f"you used T twice; the key axis has S = {S} positions"),
-        (B * h * S * S, f"you used S twice; the query axis has T = {T} positions"),
-        (4 * right, "that is bytes in float32; the question asks for entries (divide by 4)"),
-        (8 * right, "that is bytes in float64; the question asks for entries (divide by 8)"),
-    ]
-    for value, message in mistakes:
-        if value != right and a == value:
-            return failed(question, message)
-    return failed(question, "expected B * h * T * S: one weight per batch row, head, query and key")
 
 
 def _online_sum(row: Floats, block_size: int, rescale: bool) -> float:
@@ -68,39 +54,40 @@ def check_online_sum(answer: Any, row: Any, block_size: int) -> Verdict:
     and the sum of the last block only.
     """
     question = "online sum"
-    r = np.asarray(as_numpy(row), dtype=np.float64)
+    r = reference_array("row", row, "(S,)", rank=1)
+    block_size = check_int("block_size", block_size)
     a = number_answer(question, answer, "the running sum l after the last block")
     if isinstance(a, Verdict):
         return a
     right = _online_sum(r, block_size, rescale=True)
-    if math.isclose(a, right, rel_tol=1e-6):
-        return passed(question, f"l = {right:.4f} = sum(exp(row - {r.max():g})): the same as a one-pass softmax denominator")
-    no_rescale = _online_sum(r, block_size, rescale=False)
-    if not math.isclose(no_rescale, right, rel_tol=1e-6) and math.isclose(a, no_rescale, rel_tol=1e-6):
-        return failed(
-            question,
-            "you forgot to rescale: when a block raises the running max from m to m_new, multiply "
-            "the old sum by exp(m - m_new) before adding the new block",
+    if same(a, right):
+        return passed(
+            question, f"l = {right:.4f} = sum(exp(row - {r.max():g})): the same as a one-pass softmax denominator"
         )
-    if math.isclose(a, float(np.exp(r).sum()), rel_tol=1e-6):
-        return failed(question, "you summed exp(score) without subtracting the running max; l is kept relative to it")
     last = r[(len(r) - 1) // block_size * block_size :]
-    if math.isclose(a, float(np.exp(last - r.max()).sum()), rel_tol=1e-6):
-        return failed(question, "that is the last block only; the running sum carries every earlier block")
-    return failed(question, "expected sum(exp(row - max(row))), built block by block")
+    no_rescale = _online_sum(r, block_size, rescale=False)
+    mistake = first_match(a, [
+        (no_rescale,
+         "you forgot to rescale: when a block raises the running max from m to m_new, multiply "
+         "the old sum by exp(m - m_new) before adding the new block"),
+        (np.exp(r).sum(), "you summed exp(score) without subtracting the running max; l is kept relative to it"),
+        (np.exp(last - r.max()).sum(), "that is the last block only; the running sum carries every earlier block"),
+    ])
+    return failed(question, mistake or "expected sum(exp(row - max(row))), built block by block")
 
 
-def _tiled_variant(q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool, normalise: bool, scale: bool) -> Floats:
+def _tiled_variant(
+    q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool, normalise: bool, scale: bool
+) -> Floats:
     """Tiled attention with one step optionally left out (to recognise that mistake)."""
-    d = q.shape[-1]
     lead = q.shape[:-1]
     running_max = np.full(lead, -np.inf)
     running_sum = np.zeros(lead)
-    acc = np.zeros(lead + (v.shape[-1],))
+    acc = np.zeros((*lead, v.shape[-1]))
     for start in range(0, k.shape[-2], block_size):
         s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2)
         if scale:
-            s = s / math.sqrt(d)
+            s = s / math.sqrt(q.shape[-1])
         new_max = np.maximum(running_max, s.max(axis=-1))
         factor = np.exp(running_max - new_max)
         p = np.exp(s - new_max[..., None])
@@ -117,32 +104,30 @@ def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> 
     running sum forgotten, and the ``1/sqrt(d)`` scale forgotten.
     """
     question = "tiled output"
-    qf, kf, vf = (np.asarray(as_numpy(x), dtype=np.float64) for x in (q, k, v))
-    if answer is None:
-        return failed(question, "no answer yet: replace None with your tiled output (..., T, d_v)")
-    try:
-        a = np.asarray(as_numpy(answer), dtype=np.float64)
-    except (TypeError, ValueError):
-        return failed(question, f"expected an array, got {type(answer).__name__}")
-    right = np.asarray(attention(qf, kf, vf)[0], dtype=np.float64)
-
-    def same(x: Floats) -> bool:
-        return a.shape == x.shape and bool(np.allclose(a, x, rtol=1e-5, atol=1e-8))
-
-    if same(right):
+    qf = reference_array("q", q, "(..., T, d)", min_rank=2)
+    kf = reference_array("k", k, "(..., S, d)", min_rank=2)
+    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
+    block_size = check_int("block_size", block_size)
+    a = array_answer(question, answer, "your tiled output (..., T, d_v)")
+    if isinstance(a, Verdict):
+        return a
+    right = attention(qf, kf, vf)[0]
+    if same(a, right):
         return passed(question, f"equal to ordinary attention, shape {right.shape}, without a (T, S) weight matrix")
-    variants = [
-        (dict(rescale=False, normalise=True, scale=True),
+
+    def variant(rescale: bool, normalise: bool, scale: bool) -> Floats:
+        return _tiled_variant(qf, kf, vf, block_size, rescale=rescale, normalise=normalise, scale=scale)
+
+    mistake = first_match(a, [
+        (lambda: variant(rescale=False, normalise=True, scale=True),
          "you did not rescale the running output: when the max grows from m to m_new, multiply "
          "the accumulated output (not only the sum) by exp(m - m_new)"),
-        (dict(rescale=True, normalise=False, scale=True),
+        (lambda: variant(rescale=True, normalise=False, scale=True),
          "you forgot the final division: the accumulated output must be divided by the running sum l"),
-        (dict(rescale=True, normalise=True, scale=False),
-         "you forgot the 1/sqrt(d) scale on the scores"),
-    ]
-    for options, message in variants:
-        if same(_tiled_variant(qf, kf, vf, block_size, **options)):
-            return failed(question, message)
+        (lambda: variant(rescale=True, normalise=True, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
     if a.shape != right.shape:
         return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
     return failed(question, "expected the same numbers as attention(q, k, v)[0]")

@@ -1,4 +1,5 @@
-"""Quick check for lesson 06 (latent attention, MLA): cache size, absorption, the GQA equivalent.
+"""Quick check of the lesson "Latent attention" (MLA; checkers in ``lessons_lib.checks.latent_attention``):
+cache size, absorption, the GQA equivalent.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 mistakes people make most often (reading the config's ``num_key_value_heads`` as if MLA cached
@@ -15,9 +16,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.checks import Verdict, as_numpy, failed, number_answer, passed
+from lessons_lib.checks import (
+    Verdict,
+    array_answer,
+    failed,
+    first_match,
+    int_answer,
+    number_answer,
+    passed,
+    reference_array,
+    same,
+)
 
-__all__ = ["check_mla_cache_elements", "check_absorbed_query_weight", "check_equivalent_kv_heads"]
+__all__ = ["check_absorbed_query_weight", "check_equivalent_kv_heads", "check_mla_cache_elements"]
 
 
 def check_mla_cache_elements(
@@ -33,7 +44,7 @@ def check_mla_cache_elements(
     rotary key counted per head, and one layer instead of all.
     """
     question = "MLA cache"
-    a = number_answer(question, answer, "layers * (d_c + d_rope)")
+    a = int_answer(question, answer, "layers * (d_c + d_rope)")
     if isinstance(a, Verdict):
         return a
     right = layers * (latent_width + rope_width)
@@ -42,7 +53,7 @@ def check_mla_cache_elements(
             question,
             f"{layers} layers x ({latent_width} latent + {rope_width} rotary key) = {right} numbers per token",
         )
-    mistakes = [
+    mistake = first_match(a, [
         (2 * layers * kv_heads * head_dim,
          f"that is 2 x layers x num_key_value_heads x head_dim, the MHA/GQA formula. In an MLA model "
          f"the config's num_key_value_heads ({kv_heads}) only says how many heads the rebuilt keys "
@@ -62,11 +73,8 @@ def check_mla_cache_elements(
          f"{rope_width} once per layer"),
         (latent_width + rope_width,
          f"that is one layer; every one of the {layers} layers keeps its own latent and rotary key"),
-    ]
-    for value, message in mistakes:
-        if a == value:
-            return failed(question, message)
-    return failed(question, f"expected layers x (d_c + d_rope) = {layers} x ({latent_width} + {rope_width})")
+    ])
+    return failed(question, mistake or f"expected layers x (d_c + d_rope) = {layers} x ({latent_width} + {rope_width})")
 
 
 def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any) -> Verdict:
@@ -80,40 +88,30 @@ def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any) -> Verdict:
     value of one head only.
     """
     question = "absorbed query"
-    wq = np.asarray(as_numpy(w_q), dtype=np.float64)
-    wuk = np.asarray(as_numpy(w_uk), dtype=np.float64)
-    if answer is None:
-        return failed(question, "no answer yet: replace None with the (h, D, d_c) absorbed matrices")
-    try:
-        a = np.asarray(as_numpy(answer), dtype=np.float64)
-    except (TypeError, ValueError):
-        return failed(question, f"expected an array, got {type(answer).__name__}")
+    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
+    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
+    a = array_answer(question, answer, "the (h, D, d_c) absorbed matrices")
+    if isinstance(a, Verdict):
+        return a
     right: NDArray[np.float64] = np.einsum("hdn,hcn->hdc", wq, wuk)
-
-    def same(x: NDArray[np.float64]) -> bool:
-        return a.shape == x.shape and bool(np.allclose(a, x, rtol=1e-5, atol=1e-8))
-
-    if same(right):
+    if same(a, right):
         return passed(
             question,
             f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
             f"meet the latent directly",
         )
-    if same(right.sum(axis=0)):
-        return failed(
-            question,
-            "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
-            "because each head has its own W_uk",
-        )
-    if same(np.swapaxes(right, -1, -2)):
-        return failed(
-            question,
-            "your matrices are transposed, (h, d_c, D); the query side maps D features to d_c "
-            "latent features: w_q[i] @ w_uk[i].T has shape (D, d_c)",
-        )
-    if same(right[0]):
-        return failed(question, "that is head 0 only; stack all heads: shape (h, D, d_c)")
-    return failed(question, f"expected w_q[i] @ w_uk[i].T for each head i, shape {right.shape}; got shape {a.shape}")
+    mistake = first_match(a, [
+        (right.sum(axis=0),
+         "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
+         "because each head has its own W_uk"),
+        (np.swapaxes(right, -1, -2),
+         "your matrices are transposed, (h, d_c, D); the query side maps D features to d_c "
+         "latent features: w_q[i] @ w_uk[i].T has shape (D, d_c)"),
+        (right[0], "that is head 0 only; stack all heads: shape (h, D, d_c)"),
+    ])
+    return failed(
+        question, mistake or f"expected w_q[i] @ w_uk[i].T for each head i, shape {right.shape}; got shape {a.shape}"
+    )
 
 
 def check_equivalent_kv_heads(answer: Any, *, latent_width: int, rope_width: int, head_dim: int) -> Verdict:
@@ -126,15 +124,19 @@ def check_equivalent_kv_heads(answer: Any, *, latent_width: int, rope_width: int
     if isinstance(a, Verdict):
         return a
     right = (latent_width + rope_width) / (2 * head_dim)
-    if np.isclose(a, right):
+    if same(a, right):
         return passed(
             question,
             f"({latent_width} + {rope_width}) / (2 x {head_dim}) = {right:g} KV heads: a GQA layer "
             f"caching a K and a V of width {head_dim} per KV head",
         )
-    if np.isclose(a, (latent_width + rope_width) / head_dim):
-        return failed(question, "a GQA KV head caches a key AND a value: divide by 2 * d_h, not d_h")
-    if np.isclose(a, latent_width / (2 * head_dim)):
-        return failed(question, f"you left out the rotary key; MLA caches d_c + d_rope = {latent_width + rope_width}")
-    return failed(question, "expected (d_c + d_rope) / (2 * d_h): MLA's numbers per token and layer "
-                  "divided by what one GQA KV head stores")
+    mistake = first_match(a, [
+        ((latent_width + rope_width) / head_dim, "a GQA KV head caches a key AND a value: divide by 2 * d_h, not d_h"),
+        (latent_width / (2 * head_dim),
+         f"you left out the rotary key; MLA caches d_c + d_rope = {latent_width + rope_width}"),
+    ])
+    return failed(
+        question,
+        mistake or "expected (d_c + d_rope) / (2 * d_h): MLA's numbers per token and layer divided by what one "
+        "GQA KV head stores",
+    )

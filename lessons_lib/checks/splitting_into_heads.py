@@ -1,4 +1,4 @@
-"""Quick-check questions for lesson 02, "Splitting into heads".
+"""Quick check of the lesson "Splitting into heads" (checkers in ``lessons_lib.checks.splitting_into_heads``).
 
 Each checker returns a `Verdict`. A wrong answer is compared with the mistakes learners usually
 make (a direct reshape into ``(B, h, T, d_h)``, a missing transpose, the wrong axes, an
@@ -15,17 +15,26 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.checks import Verdict, as_numpy, failed, passed
+from lessons_lib.checks import (
+    Verdict,
+    array_answer,
+    failed,
+    first_match,
+    int_array_answer,
+    number_answer,
+    passed,
+    same,
+)
 
 __all__ = [
+    "HEAD_READS_QUESTION",
+    "HEAD_WIDTH_QUESTION",
     "check_head_reads",
     "check_head_width",
     "check_split",
     "describe_label",
-    "labelled_input",
     "known_wrong_splits",
-    "HEAD_READS_QUESTION",
-    "HEAD_WIDTH_QUESTION",
+    "labelled_input",
 ]
 
 SplitFn = Callable[[NDArray[np.float64], int], Any]
@@ -60,7 +69,7 @@ def describe_label(value: float, B: int, T: int, D: int) -> str:
     """Read a label made by `labelled_input` back as "batch b, token t, feature f"."""
     if not np.isfinite(value):
         return f"{value!r}, which is not a number from the input"
-    label = int(round(float(value)))
+    label = round(float(value))
     b, rest = divmod(label, _BATCH_STEP)
     t, f = divmod(rest, _TOKEN_STEP)
     if label != value or not (0 <= b < B and 0 <= t < T and 0 <= f < D):
@@ -107,7 +116,9 @@ def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[A
 
 def _first_difference(got: NDArray[Any], want: NDArray[Any], B: int, T: int, D: int) -> str:
     """Describe the first entry where ``got`` and ``want`` (both ``(B, h, T, d_h)``) differ."""
-    index = tuple(int(i) for i in np.argwhere(got != want)[0])
+    index = next((i for i in np.ndindex(want.shape) if not same(got[i], want[i])), None)
+    if index is None:  # unreachable when `same(got, want)` is False
+        return "the numbers differ"
     b, head, t, j = index
     return (
         f"at [b={b}, head={head}, t={t}, j={j}] expected {describe_label(want[index], B, T, D)} but "
@@ -126,21 +137,27 @@ def check_split(fn: SplitFn) -> Verdict:
         x = labelled_input(B, T, D)
         where = f"on x of shape (B, T, D) = {(B, T, D)} with heads={heads}"
         try:
-            result = as_numpy(fn(x.copy(), heads))
+            returned = fn(x.copy(), heads)
         except Exception as error:  # the learner's code may raise anything; report it
             return failed(question, f"{where} your function raised {type(error).__name__}: {error}")
+        if returned is None:
+            return failed(question, f"{where} your function returned None; return the (B, h, T, d_h) array")
+        result = array_answer(question, returned, "the (B, h, T, d_h) array")
+        if isinstance(result, Verdict):
+            return failed(question, f"{where} {result.message}")
         want = x.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
-        if result.shape == want.shape and np.array_equal(result, want):
+        if same(result, want):
             continue
-        for mistake, (wrong, explanation) in known_wrong_splits(x, heads).items():
-            if result.shape == wrong.shape and np.array_equal(result, wrong):
-                return failed(question, f"{mistake}: {where}, {explanation}")
+        wrong = known_wrong_splits(x, heads)
+        mistake = first_match(result, [(value, f"{name}: {where}, {why}") for name, (value, why) in wrong.items()])
+        if mistake is not None:
+            return failed(question, mistake)
         if result.shape != want.shape:
             return failed(
                 question,
                 f"{where} expected shape (B, h, T, d_h) = {want.shape} but got {tuple(result.shape)}",
             )
-        if not np.array_equal(np.sort(result, axis=None), np.sort(x, axis=None)):
+        if not same(np.sort(result, axis=None), np.sort(x, axis=None)):
             return failed(
                 question,
                 f"{where} the result holds different numbers from the input; a split only moves the "
@@ -153,48 +170,32 @@ def check_split(fn: SplitFn) -> Verdict:
     return passed(question, "each head holds its own d_h consecutive features of every token, in (B, h, T, d_h)")
 
 
-def _as_number(answer: Any) -> float | None:
-    """``answer`` as a float if it is a real number (not a bool or a string), else ``None``."""
-    value = as_numpy(answer) if hasattr(answer, "detach") else answer
-    if isinstance(value, np.ndarray):
-        if value.size != 1:
-            return None
-        value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        return None
-    return float(value)
-
-
 def check_head_width(d_h: Any) -> Verdict:
     """Question: a layer has ``D = 2048`` and ``h = 16``; how wide is one head (``d_h``)?"""
     question = "head width"
     D, h = HEAD_WIDTH_QUESTION["D"], HEAD_WIDTH_QUESTION["h"]
-    value = _as_number(d_h)
-    if value is None:
-        return failed(question, f"answer with one number (an int), got {type(d_h).__name__} {d_h!r}")
+    value = number_answer(question, d_h, "D // h, one number")
+    if isinstance(value, Verdict):
+        return value
     if value == D // h:
         return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
-    recognised = {
-        float(D * h): "you multiplied D by h; the heads share the D features, so divide: d_h = D / h",
-        h / D: "you divided h by D; it is the other way round: d_h = D / h",
-        float(D): f"{D} is D, the width of all heads together; one head gets D / h of it",
-        float(h): f"{h} is h, the number of heads, not the width of one head (d_h = D / h)",
-    }
-    for wrong, explanation in recognised.items():
-        if np.isclose(value, wrong):
-            return failed(question, explanation)
+    mistake = first_match(value, [
+        (D * h, "you multiplied D by h; the heads share the D features, so divide: d_h = D / h"),
+        (h / D, "you divided h by D; it is the other way round: d_h = D / h"),
+        (D, f"{D} is D, the width of all heads together; one head gets D / h of it"),
+        (h, f"{h} is h, the number of heads, not the width of one head (d_h = D / h)"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
     return failed(question, f"got {d_h!r}; each of the h = {h} heads gets an equal share of the D = {D} features")
 
 
-def _as_indices(name: str, answer: Any) -> tuple[list[int] | None, str]:
-    """Sorted unique integer indices from a list, range or array; or ``(None, reason)``."""
-    try:
-        values = as_numpy(list(answer) if isinstance(answer, (range, set, tuple)) else answer)
-    except Exception:  # an unconvertible object: explain below
-        values = np.asarray(None, dtype=object)
-    if values.ndim != 1 or not np.issubdtype(values.dtype, np.integer):
-        return None, f"{name} must be a list of integer indices (e.g. list(range(...))), got {answer!r}"
-    return sorted({int(v) for v in values}), ""
+def _indices(question: str, name: str, answer: Any) -> list[int] | str:
+    """Sorted unique indices from ``answer``, or what is wrong with it (prefixed by ``name``)."""
+    values = int_array_answer(question, answer, "a list of integer indices, e.g. list(range(...))")
+    if isinstance(values, Verdict):
+        return f"{name}: {values.message}"
+    return sorted({int(v) for v in values})
 
 
 def check_head_reads(input_features: Iterable[int], weight_columns: Iterable[int]) -> Verdict:
@@ -207,9 +208,9 @@ def check_head_reads(input_features: Iterable[int], weight_columns: Iterable[int
     own_block = list(range(head * d_h, (head + 1) * d_h))
     problems: list[str] = []
 
-    inputs, reason = _as_indices("input_features", input_features)
-    if inputs is None:
-        problems.append(reason)
+    inputs = _indices(question, "input_features", input_features)
+    if isinstance(inputs, str):
+        problems.append(inputs)
     elif inputs != list(range(D)):
         if inputs == own_block:
             problems.append(
@@ -223,9 +224,9 @@ def check_head_reads(input_features: Iterable[int], weight_columns: Iterable[int
                 "that product uses every row of W_q, that is every input feature"
             )
 
-    columns, reason = _as_indices("weight_columns", weight_columns)
-    if columns is None:
-        problems.append(reason)
+    columns = _indices(question, "weight_columns", weight_columns)
+    if isinstance(columns, str):
+        problems.append(columns)
     elif columns != own_block:
         interleaved = list(range(head, D, h))
         if columns == interleaved:

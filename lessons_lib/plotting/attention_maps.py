@@ -17,25 +17,30 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_rank
-
 __all__ = [
-    "draw_map",
     "draw_columns",
     "draw_cut_matrix",
+    "draw_map",
     "draw_split_layout",
     "draw_tiled_maps",
     "label_tokens",
-    "tile_maps",
-    "plot_head_map",
-    "plot_head_grid",
     "plot_average_contrast",
+    "plot_head_grid",
+    "plot_head_map",
     "plot_split_layouts",
+    "tile_maps",
 ]
 
 MAP_CMAP = "viridis"
 COLUMN_CMAP = "RdBu_r"
 HEAD_CMAP = "tab10"
+
+
+def _check_axes(name: str, array: NDArray[np.generic], layout: str) -> None:
+    """``ValueError`` unless ``array`` has one axis per name in ``layout``, e.g. ``"(T, S)"``."""
+    rank = layout.count(",") + 1
+    if array.ndim != rank:
+        raise ValueError(f"{name} must have {rank} axes, laid out as {layout}; got shape {array.shape}")
 
 
 def _check_labels(name: str, labels: Sequence[str], size: int) -> None:
@@ -51,10 +56,10 @@ def draw_map(
     title: str = "",
 ) -> AxesImage:
     """One attention map ``weights (T, S)``: rows are queries, columns the positions they read."""
-    check_rank("weights", weights.shape, 2, "(T, S)", exact=True)
+    _check_axes("weights", weights, "(T, S)")
     _check_labels("query_labels", query_labels, weights.shape[0])
     _check_labels("key_labels", key_labels, weights.shape[1])
-    image = ax.imshow(weights, cmap=MAP_CMAP, vmin=0.0, vmax=1.0)
+    image = ax.imshow(weights, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
     label_tokens(ax, query_labels, key_labels)
     ax.tick_params(length=0, labelsize=8)
     ax.set_xlabel("source (key)", fontsize=8)
@@ -69,11 +74,13 @@ def label_tokens(ax: Axes, query_labels: Sequence[str], key_labels: Sequence[str
     ax.set_yticks(range(len(query_labels)), query_labels)
 
 
-def draw_columns(ax: Axes, block: NDArray[np.floating], title: str, first_column: int = 0, limit: float | None = None) -> AxesImage:
+def draw_columns(
+    ax: Axes, block: NDArray[np.floating], title: str, first_column: int = 0, limit: float | None = None
+) -> AxesImage:
     """A head's column block ``(D, d_h)`` of a projection: every input feature (rows) feeds it."""
-    check_rank("block", block.shape, 2, "(D, d_h)", exact=True)
+    _check_axes("block", block, "(D, d_h)")
     limit = float(np.abs(block).max()) if limit is None else limit
-    image = ax.imshow(block, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit, aspect="auto")
+    image = ax.imshow(block, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
     ax.set_title(title, fontsize=9)
     ax.set_xticks(range(block.shape[1]), [str(first_column + j) for j in range(block.shape[1])])
     D = block.shape[0]
@@ -90,9 +97,9 @@ def draw_cut_matrix(ax: Axes, w: NDArray[np.floating]) -> list[Line2D]:
     Cutting ``w`` into ``h`` heads = showing the lines at multiples of ``d_h = D / h`` (set their
     visibility); the matrix itself never changes.
     """
-    check_rank("w", w.shape, 2, "(D_in, D)", exact=True)
+    _check_axes("w", w, "(D_in, D)")
     limit = float(np.abs(w).max())
-    ax.imshow(w, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit)
+    ax.imshow(w, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit, interpolation="nearest")
     ax.set_xlabel("column (output feature)", fontsize=8)
     ax.set_ylabel("input feature", fontsize=8)
     ax.tick_params(labelsize=7)
@@ -104,7 +111,7 @@ def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArr
 
     The grid has one size whatever ``h`` is, so a picture of it only needs new image data.
     """
-    check_rank("maps", maps.shape, 3, "(h, T, S)", exact=True)
+    _check_axes("maps", maps, "(h, T, S)")
     h, T, S = maps.shape
     if h > slots:
         raise ValueError(f"cannot place h={h} maps in {slots} slots; make sure slots >= h")
@@ -122,15 +129,16 @@ def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int) -> AxesIma
 
     Update the picture with ``image.set_data(tile_maps(new_maps, slots))``.
     """
-    image = ax.imshow(tile_maps(maps, slots), cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal")
+    tiled = tile_maps(maps, slots)
+    image = ax.imshow(tiled, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
     ax.axis("off")
     return image
 
 
 def draw_split_layout(ax: Axes, layout: NDArray[np.integer], heads: int, title: str) -> AxesImage:
     """``layout (T, D)`` head ids from `inspect_heads.split_layout`, one colour per head."""
-    check_rank("layout", layout.shape, 2, "(T, D)", exact=True)
-    image = ax.imshow(layout, cmap=HEAD_CMAP, vmin=-0.5, vmax=9.5, aspect="auto")
+    _check_axes("layout", layout, "(T, D)")
+    image = ax.imshow(layout, cmap=HEAD_CMAP, vmin=-0.5, vmax=9.5, aspect="auto", interpolation="nearest")
     T, D = layout.shape
     ax.set_xticks(range(D))
     ax.set_yticks(range(T))
@@ -139,6 +147,14 @@ def draw_split_layout(ax: Axes, layout: NDArray[np.integer], heads: int, title: 
     ax.set_ylabel("token position t", fontsize=8)
     ax.set_title(title, fontsize=9)
     return image
+
+
+def _head_titles(titles: Sequence[str] | None, h: int) -> list[str]:
+    """``titles`` as a list of ``h`` entries, ``head 0 .. head h-1`` when not given."""
+    titles = [f"head {i}" for i in range(h)] if titles is None else list(titles)
+    if len(titles) != h:
+        raise ValueError(f"titles must have one entry per head ({h}), got {len(titles)}")
+    return titles
 
 
 def _label_first_only(axes: Sequence[Axes]) -> None:
@@ -161,21 +177,25 @@ def plot_head_map(
     return fig
 
 
-def plot_head_grid(
-    weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None = None
-) -> Figure:
-    """Every head of one sequence side by side: ``weights (h, T, T)`` (self-attention)."""
-    check_rank("weights", weights.shape, 3, "(h, T, S)", exact=True)
+def _row_of_maps(
+    weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None, panels: int, panel_width: float
+) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` map panels in a row, the first ``h`` showing ``weights (h, T, T)``."""
+    _check_axes("weights", weights, "(h, T, S)")
     h = weights.shape[0]
-    titles = [f"head {i}" for i in range(h)] if titles is None else list(titles)
-    if len(titles) != h:
-        raise ValueError(f"titles must have one entry per head ({h}), got {len(titles)}")
+    titles = _head_titles(titles, h)
     # A fixed layout: constrained layout would cost more time than drawing the maps themselves.
-    fig, axes = plt.subplots(1, h, figsize=(2.4 * h, 2.6), squeeze=False)
-    fig.subplots_adjust(left=0.6 / (2.4 * h), right=0.99, bottom=0.18, top=0.9, wspace=0.08)
-    for ax, head_weights, title in zip(axes[0], weights, titles):
+    fig, axes = plt.subplots(1, panels, figsize=(panel_width * panels, 2.6), squeeze=False)
+    fig.subplots_adjust(left=0.6 / (panel_width * panels), right=0.99, bottom=0.18, top=0.9, wspace=0.08)
+    for ax, head_weights, title in zip(axes[0, :h], weights, titles, strict=True):
         draw_map(ax, head_weights, labels, labels, title)
-    _label_first_only(axes[0])
+    return fig, list(axes[0])
+
+
+def plot_head_grid(weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None = None) -> Figure:
+    """Every head of one sequence side by side: ``weights (h, T, T)`` (self-attention)."""
+    fig, axes = _row_of_maps(weights, labels, titles, panels=weights.shape[0], panel_width=2.4)
+    _label_first_only(axes)
     return fig
 
 
@@ -183,13 +203,7 @@ def plot_average_contrast(
     weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None = None
 ) -> Figure:
     """The heads of one sequence ``(h, T, T)`` and, last, their average, which no head computes."""
-    check_rank("weights", weights.shape, 3, "(h, T, S)", exact=True)
-    h = weights.shape[0]
-    titles = [f"head {i}" for i in range(h)] if titles is None else list(titles)
-    fig, axes = plt.subplots(1, h + 1, figsize=(2.3 * (h + 1), 2.6))
-    fig.subplots_adjust(left=0.6 / (2.3 * (h + 1)), right=0.99, bottom=0.18, top=0.9, wspace=0.08)
-    for ax, head_weights, title in zip(axes, weights, titles):
-        draw_map(ax, head_weights, labels, labels, title)
+    fig, axes = _row_of_maps(weights, labels, titles, panels=weights.shape[0] + 1, panel_width=2.3)
     draw_map(axes[-1], weights.mean(axis=0), labels, labels, "average of heads")
     _label_first_only(axes)
     for spine in axes[-1].spines.values():

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure, SubFigure
 
 from lessons_lib.kv_cache import format_bytes
 
-__all__ = ["plot_cache_ladder", "plot_conversion_error", "plot_head_sharing", "plot_models_cache"]
+__all__ = ["clear_drawing", "plot_cache_ladder", "plot_conversion_error", "plot_head_sharing", "plot_models_cache"]
 
 GIB = 1024**3
 
@@ -30,16 +30,30 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure | SubFigur
 def plot_cache_ladder(rows: Sequence[tuple[str, int, int]], title: str, ax: Axes | None = None) -> Figure | SubFigure:
     """Bars of cache bytes for rows ``(label, h_kv, bytes)``, e.g. from `kv_cache.ladder`."""
     fig, ax = _axes(ax, (5.5, 3.2))
-    labels = [f"{label}\nh_kv={kv}" for label, kv, _ in rows]
     sizes = [n / GIB for _, _, n in rows]
-    bars = ax.bar(labels, sizes, color=["#9e9e9e", "#1f77b4", "#ff7f0e"][: len(rows)])
-    for bar, (_, _, n) in zip(bars, rows):
-        ax.annotate(format_bytes(n), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=9)
-    ax.set_ylabel("KV cache (GiB)")
+    bars = ax.bar(range(len(rows)), sizes, color=["#9e9e9e", "#1f77b4", "#ff7f0e"][: len(rows)])
+    for bar, (_, _, n) in zip(bars, rows, strict=True):
+        ax.annotate(
+            format_bytes(n), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=9
+        )
+    ax.set_xticks(range(len(rows)), [f"{label}\nh_kv={kv}" for label, kv, _ in rows])
+    ax.set_ylim(0, 1.2 * max(sizes))  # room for the labels above the bars
+    ax.set_yticks([])  # each bar carries its size; a scale would only repeat it
+    ax.set_ylabel("KV cache, to scale")
     ax.set_title(title, fontsize=10)
-    ax.margins(y=0.2)
     return fig
+
+
+def clear_drawing(ax: Axes) -> None:
+    """Remove what a ``plot_*`` function drew on ``ax`` (lines, bars, markers, labels), keep the axes.
+
+    Faster than ``ax.clear()``, which also rebuilds the axes' ticks: a widget that redraws its
+    chart on every change calls this first.
+    """
+    for container in list(ax.containers):
+        container.remove()  # the bars of a bar chart, with the container that groups them
+    for artist in [*ax.lines, *ax.patches, *ax.collections, *ax.texts]:
+        artist.remove()
 
 
 def plot_models_cache(
@@ -48,10 +62,10 @@ def plot_models_cache(
     """Horizontal bars per model: the cache it really keeps vs its MHA-equivalent (bytes)."""
     fig, ax = _axes(ax, (6.5, 3.2))
     rows = range(len(names))
-    ax.barh([r + 0.2 for r in rows], [n / GIB for n in mha], height=0.4, color="#9e9e9e",
-            label="MHA-equivalent (h_kv = h)")
-    ax.barh([r - 0.2 for r in rows], [n / GIB for n in actual], height=0.4, color="#1f77b4",
-            label="as configured")
+    ax.barh(
+        [r + 0.2 for r in rows], [n / GIB for n in mha], height=0.4, color="#9e9e9e", label="MHA-equivalent (h_kv = h)"
+    )
+    ax.barh([r - 0.2 for r in rows], [n / GIB for n in actual], height=0.4, color="#1f77b4", label="as configured")
     ax.set_yticks(list(rows), list(names))
     ax.invert_yaxis()
     ax.set_xlabel(f"KV cache for one sequence of {tokens} tokens, 2-byte elements (GiB)")

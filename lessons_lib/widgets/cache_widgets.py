@@ -15,7 +15,7 @@ from matplotlib.artist import Artist
 
 from lessons_lib.gqa_numpy import kv_head_of_query
 from lessons_lib.kv_cache import MODELS, format_bytes, kv_head_options, ladder
-from lessons_lib.plotting.cache_charts import plot_cache_ladder, plot_head_sharing
+from lessons_lib.plotting.cache_charts import clear_drawing, plot_cache_ladder, plot_head_sharing
 from lessons_lib.widgets.base import LessonWidget
 
 __all__ = ["HeadSharing", "KVCacheCalculator"]
@@ -78,7 +78,7 @@ class KVCacheCalculator(LessonWidget):
         return []
 
     def _draw(self) -> None:
-        self._ax.clear()
+        clear_drawing(self._ax)
         plot_cache_ladder(self.data["rows"], self.data["title"], ax=self._ax)
 
 
@@ -131,9 +131,9 @@ class HeadSharing(LessonWidget):
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.subplots()
-        self.figure.subplots_adjust(left=0.16, right=0.98, bottom=0.04, top=0.88)
+        self.figure.subplots_adjust(left=0.17, right=0.98, bottom=0.04, top=0.88)
         return []
 
     def _draw(self) -> None:
-        self._ax.clear()
+        clear_drawing(self._ax)
         plot_head_sharing(self.data["assignment"], self.data["kv_heads"], self.data["title"], ax=self._ax)

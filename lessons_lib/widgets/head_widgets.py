@@ -57,7 +57,7 @@ class HeadExplorer(LessonWidget):
 
     def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
         self.model = load_toy_heads() if model is None else model
-        self.tokens, self.marker = make_batch(batch_size, self.model.config, seed=seed)
+        self.tokens, _ = make_batch(batch_size, self.model.config, seed=seed)
         _, self.weights = run_layer(self.model, self.tokens)  # (B, h, T, S)
         self.averaged = average_over_heads(self.weights)  # (B, T, S)
         heads = [(f"head {i}", i) for i in range(self.model.layer.heads)]
@@ -92,7 +92,7 @@ class HeadExplorer(LessonWidget):
         self._labelled = self.data["sequence"]  # the sequence whose tokens label the map's axes
         layer = self.model.layer
         self._columns = []
-        for ax, name in zip(self._axes[1:], PROJECTIONS):
+        for ax, name in zip(self._axes[1:], PROJECTIONS, strict=True):
             limit = float(np.abs(getattr(layer, name)).max())  # one colour scale per matrix, so heads compare
             self._columns.append(draw_columns(ax, self.data[name], name, 0, limit))
             ax.set_xlabel(f"its d_h={layer.head_width} columns", fontsize=8)
@@ -100,7 +100,8 @@ class HeadExplorer(LessonWidget):
         return [self._map, *self._columns, *(ax.title for ax in self._axes)]
 
     def _background_key(self) -> Hashable:
-        return self.data["sequence"]  # the token labels are part of the background
+        sequence: int = self.data["sequence"]
+        return sequence  # the token labels are part of the background
 
     def _draw(self) -> None:
         d = self.data
@@ -110,7 +111,7 @@ class HeadExplorer(LessonWidget):
             self._labelled = d["sequence"]
         self._axes[0].set_title(d["title"], fontsize=9)
         start, stop = d["columns"]
-        for ax, image, name in zip(self._axes[1:], self._columns, PROJECTIONS):
+        for ax, image, name in zip(self._axes[1:], self._columns, PROJECTIONS, strict=True):
             image.set_data(d[name])
             ax.set_title(f"{name}[:, {start}:{stop}]", fontsize=9)
 
@@ -214,7 +215,8 @@ class SplitExplorer(LessonWidget):
             "features": features,
             "tokens": tokens,
             "legend": "\n".join(
-                f"head {i}: tokens {_runs(t)}, features {_runs(f)}" for i, (f, t) in enumerate(zip(features, tokens))
+                f"head {i}: tokens {_runs(t)}, features {_runs(f)}"
+                for i, (f, t) in enumerate(zip(features, tokens, strict=True))
             ),
             "title": f"{how}, h={h}: colour = head",
         }

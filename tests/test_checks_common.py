@@ -28,14 +28,18 @@ from lessons_lib.checks import (
     RTOL,
     Verdict,
     array_answer,
+    failed,
     first_match,
+    function_answer,
     int_answer,
     int_array_answer,
+    is_blank,
     mask_answer,
     number_answer,
     reference_array,
     reference_mask,
     same,
+    unanswered,
 )
 
 Floats = NDArray[np.float64]
@@ -53,7 +57,7 @@ READERS: list[Callable[[str, Any, str], Any]] = [array_answer, int_answer, numbe
 def assert_failed(result: object, *words: str) -> None:
     assert isinstance(result, Verdict) and not result.ok, result
     for word in words:
-        assert word in result.message, (word, result.message)
+        assert word in repr(result), (word, repr(result))
 
 
 # ---- the readers never raise -----------------------------------------------------------------
@@ -68,7 +72,7 @@ def test_readers_never_raise_on_odd_inputs(reader: Callable[[str, Any, str], Any
 
 @pytest.mark.parametrize("reader", READERS, ids=lambda reader: reader.__name__)
 def test_readers_ask_for_a_missing_answer(reader: Callable[[str, Any, str], Any]) -> None:
-    assert_failed(reader("q", None, "q @ k.T"), "no answer yet: replace None with q @ k.T")
+    assert_failed(reader("q", None, "q @ k.T"), "not answered yet: replace None with q @ k.T")
 
 
 json_like = st.recursive(
@@ -287,7 +291,7 @@ def test_every_checker_survives_odd_answers(label: str) -> None:
         verdict = CHECKERS[label](answer)
         assert isinstance(verdict, Verdict) and verdict.question == label, (answer, verdict)
         if answer is None:
-            missing = "returned None" if label == "split" else "no answer yet"
+            missing = "returned None" if label == "split" else "replace None with"
             assert not verdict.ok and missing in verdict.message, verdict
 
 
@@ -302,3 +306,49 @@ def test_check_weight_entries_is_shared_and_keyword_only() -> None:
     with pytest.raises(TypeError):
         ih.check_weight_entries(24, 1, 2, 3, 4)  # type: ignore[call-arg]
     assert ih.check_weight_entries(24, B=1, h=2, T=3, S=4).ok
+
+
+# ---- blank exercises ---------------------------------------------------------------------------
+def _dots(x: object) -> object: ...
+
+
+def _documented_pass(x: object) -> object:
+    """A docstring, then nothing."""
+
+
+def _constant(x: object) -> object:
+    return 5
+
+
+def _forgot_return(x: object) -> None:
+    x = [x]
+
+
+def _raises(x: object) -> object:
+    raise KeyError("head")
+
+
+def test_is_blank_sees_only_empty_bodies() -> None:
+    assert is_blank(_dots) and is_blank(_documented_pass)
+    assert not is_blank(_constant) and not is_blank(_forgot_return) and not is_blank(_raises)
+    assert not is_blank(len)  # a builtin has no code object: never "blank"
+
+
+def test_function_answer_reports_blank_raised_and_missing_return() -> None:
+    blank = function_answer("split", _dots, (1,), "the body of split")
+    assert isinstance(blank, Verdict) and not blank.answered and repr(blank).startswith("[split] not answered yet:")
+    assert isinstance(function_answer("split", None, (1,), "x"), Verdict)
+    raised = function_answer("split", _raises, (1,), "x")
+    assert isinstance(raised, Verdict) and raised.answered and "KeyError" in raised.message
+    missing = function_answer("split", _forgot_return, (1,), "x")
+    assert isinstance(missing, Verdict) and "return" in missing.message
+    not_function = function_answer("split", 3, (1,), "x")
+    assert isinstance(not_function, Verdict) and "expected a function" in not_function.message
+    assert function_answer("split", _constant, (1,), "x") == 5
+
+
+def test_unanswered_verdict_prints_its_own_mark() -> None:
+    verdict = unanswered("mask", "replace None with a (T, S) boolean array")
+    assert not verdict and not verdict.answered
+    assert repr(verdict) == "[mask] not answered yet: replace None with a (T, S) boolean array"
+    assert repr(failed("mask", "inverted")) == "[mask] not yet: inverted"

@@ -1,7 +1,12 @@
-"""Tests for `lessons_lib.checks.concatenate_and_project`: each checker on the right answer and on every wrong
-answer it recognises (the verdict must name the mistake), plus bad reference arguments."""
+"""Tests for `lessons_lib.checks.concatenate_and_project`: each checker on a blank answer, on the right
+answer and on every wrong answer it recognises (the verdict must name the mistake, and no "not yet"
+message may give the solution away), on answers of the wrong kind (it must never raise), plus bad
+reference arguments."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -9,81 +14,142 @@ from numpy.typing import NDArray
 
 from lessons_lib import mha_numpy
 from lessons_lib.checks import Verdict
-from lessons_lib.checks.concatenate_and_project import check_combine, check_linear_weight, check_merge, check_mha_mask
+from lessons_lib.checks.concatenate_and_project import (
+    check_combine,
+    check_fixed_forward,
+    check_linear_from_numpy,
+    check_linear_weight,
+    check_merge,
+    check_merge_function,
+    check_mha_mask,
+)
 
 B, h, T, d_h = 2, 3, 4, 2
 D = h * d_h
+Floats = NDArray[np.float64]
+
+# What a solution cell writes; a "not yet" message must contain none of these.
+SOLUTION_SNIPPETS = (
+    "w.T", "~allowed", "@ wo", "@ w_o", "transpose(0, 2, 1, 3)", "np.concatenate", "np.sqrt", "sqrt(d_h)"
+)
 
 
 @pytest.fixture
-def heads_out() -> NDArray[np.float64]:
+def heads_out() -> Floats:
     """Per-head outputs ``(B, h, T, d_h)``."""
     return np.random.default_rng(1).normal(size=(B, h, T, d_h))
 
 
 @pytest.fixture
-def wo() -> NDArray[np.float64]:
+def wo() -> Floats:
     """An output projection ``(D, D)`` in NumPy's ``(in, out)`` layout (not symmetric)."""
     return mha_numpy.init_weights(D, seed=2)["wo"]
 
 
 def assert_fails(verdict: Verdict, *words: str) -> None:
+    """A "not yet" verdict that names the mistake (``words``) without giving the solution away."""
     assert not verdict.ok, verdict
-    assert repr(verdict).startswith(f"[{verdict.question}] not yet: ")
+    assert verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] not yet: "), verdict
+    for word in words:
+        assert word in verdict.message, (word, verdict.message)
+    for snippet in SOLUTION_SNIPPETS:
+        assert snippet not in verdict.message, (snippet, verdict.message)
+
+
+def assert_unanswered(verdict: Verdict, *words: str) -> None:
+    assert not verdict.ok and not verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] not answered yet: "), verdict
+    for word in words:
+        assert word in verdict.message, (word, verdict.message)
+    for snippet in SOLUTION_SNIPPETS:
+        assert snippet not in verdict.message, (snippet, verdict.message)
+
+
+def assert_passes(verdict: Verdict, *words: str) -> None:
+    assert verdict.ok, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] correct: "), verdict
     for word in words:
         assert word in verdict.message, (word, verdict.message)
 
 
-# ---- merge ---------------------------------------------------------------------------------
+def blank(heads_out: Any) -> None:
+    """A learner's function not written yet."""
+    ...
 
 
-def test_merge_correct_and_equal_to_library(heads_out: NDArray[np.float64]) -> None:
+def raises(*args: Any) -> Any:
+    raise IndexError("tuple index out of range")
+
+
+def returns_nothing(*args: Any) -> None:
+    np.zeros(1)
+
+
+class Misbehaving:
+    """An object whose every attribute access raises something unusual."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name} here")
+
+
+ODD_ANSWERS: list[Any] = ["abc", 3, [[1.0], [2.0, 3.0]], {"a": 1}, Misbehaving(), np.full((2, 2), "x"), object()]
+
+
+# ---- merge (an array) --------------------------------------------------------------------
+
+
+def test_merge_blank(heads_out: Floats) -> None:
+    assert_unanswered(check_merge(None, heads_out), "replace None with", "(B, T, D)")
+
+
+def test_merge_correct_and_equal_to_library(heads_out: Floats) -> None:
     merged = heads_out.transpose(0, 2, 1, 3).reshape(B, T, D)
-    verdict = check_merge(merged, heads_out)
-    assert verdict.ok, verdict
-    assert repr(verdict).startswith("[merge] correct: ")
+    assert_passes(check_merge(merged, heads_out), "head 0")
     assert check_merge(mha_numpy.merge_heads(heads_out), heads_out).ok
 
 
-def test_merge_accepts_torch_float32(heads_out: NDArray[np.float64]) -> None:
+def test_merge_accepts_torch_float32(heads_out: Floats) -> None:
     torch = pytest.importorskip("torch")
     from lessons_lib import mha_torch
 
-    merged = mha_torch.merge_heads(torch.from_numpy(heads_out).float())
-    assert check_merge(merged, heads_out).ok
+    assert check_merge(mha_torch.merge_heads(torch.from_numpy(heads_out).float()), heads_out).ok
 
 
-def test_merge_direct_reshape(heads_out: NDArray[np.float64]) -> None:
-    assert_fails(check_merge(heads_out.reshape(B, T, D), heads_out), "direct reshape", "transpos")
+MERGE_MISTAKES: list[tuple[str, Callable[[Floats], Floats], tuple[str, ...]]] = [
+    ("direct reshape", lambda x: x.reshape(B, T, D), ("direct reshape", "transposing")),
+    ("interleaved", lambda x: x.transpose(0, 2, 3, 1).reshape(B, T, D), ("interleaved", "(B, T, d_h, h)")),
+    ("averaged", lambda x: x.mean(axis=1), ("averaged", "lost the head axis")),
+    ("summed", lambda x: x.sum(axis=1), ("summed", "lost the head axis")),
+    ("no reshape", lambda x: x.transpose(0, 2, 1, 3), ("reshape", "missing")),
+    ("stacked", lambda x: np.stack([x[:, i] for i in range(h)], axis=2), ("not yet glued",)),
+    ("reversed", lambda x: np.concatenate([x[:, i] for i in reversed(range(h))], axis=-1), ("reverse order",)),
+    ("token axis", lambda x: np.concatenate([x[:, i] for i in range(h)], axis=1), ("token axis", "(B, h*T, d_h)")),
+]
 
 
-def test_merge_interleaved(heads_out: NDArray[np.float64]) -> None:
-    wrong = heads_out.transpose(0, 2, 3, 1).reshape(B, T, D)
-    assert_fails(check_merge(wrong, heads_out), "interleaved", "(B, T, d_h, h)")
+@pytest.mark.parametrize("mistake, wrong, words", MERGE_MISTAKES, ids=[m[0] for m in MERGE_MISTAKES])
+def test_merge_mistakes(
+    heads_out: Floats, mistake: str, wrong: Callable[[Floats], Floats], words: tuple[str, ...]
+) -> None:
+    assert_fails(check_merge(wrong(heads_out), heads_out), *words)
 
 
-def test_merge_averaged(heads_out: NDArray[np.float64]) -> None:
-    assert_fails(check_merge(heads_out.mean(axis=1), heads_out), "averaged", "lost the head axis")
+def test_merge_mistakes_have_their_own_messages(heads_out: Floats) -> None:
+    messages = {check_merge(wrong(heads_out), heads_out).message for _, wrong, _ in MERGE_MISTAKES}
+    assert len(messages) == len(MERGE_MISTAKES) - 1  # stacking the heads is the transpose without the reshape
 
 
-def test_merge_summed(heads_out: NDArray[np.float64]) -> None:
-    assert_fails(check_merge(heads_out.sum(axis=1), heads_out), "summed", "lost the head axis")
-
-
-def test_merge_transpose_without_reshape(heads_out: NDArray[np.float64]) -> None:
-    assert_fails(check_merge(heads_out.transpose(0, 2, 1, 3), heads_out), "reshape", "missing")
-
-
-def test_merge_other_shape_and_other_numbers(heads_out: NDArray[np.float64]) -> None:
+def test_merge_other_shape_and_other_numbers(heads_out: Floats) -> None:
     assert_fails(check_merge(np.zeros((B, D)), heads_out), "expected shape", str((B, T, D)))
     assert_fails(check_merge(np.zeros((B, T, D)), heads_out), "numbers")
-
-
-def test_merge_no_answer_and_bad_dtype(heads_out: NDArray[np.float64]) -> None:
-    assert_fails(check_merge(None, heads_out), "no answer yet")
     assert_fails(check_merge(np.zeros((B, T, D), dtype=int), heads_out), "numbers are not a merge")
-    assert_fails(check_merge(np.full((B, T, D), "x"), heads_out), "array of numbers", "dtype <U1")
-    assert_fails(check_merge([[1.0], [2.0, 3.0]], heads_out), "array of numbers", "list")
+
+
+@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
+def test_merge_never_raises_on_odd_answers(heads_out: Floats, odd: Any) -> None:
+    verdict = check_merge(odd, heads_out)
+    assert not verdict.ok and verdict.answered
 
 
 def test_merge_bad_reference() -> None:
@@ -93,13 +159,136 @@ def test_merge_bad_reference() -> None:
         check_merge(np.zeros((B, T, D)), np.zeros((B, h, T, d_h), dtype=int))
 
 
-# ---- nn.Linear weight ----------------------------------------------------------------
+# ---- merge (a function) ------------------------------------------------------------------
 
 
-def test_linear_weight_correct(wo: NDArray[np.float64]) -> None:
-    verdict = check_linear_weight(wo.T, wo)
-    assert verdict.ok, verdict
-    assert "(out_features, in_features)" in verdict.message
+def concatenate_heads(x: Floats) -> Floats:
+    """The paper's route: glue the h blocks of (B, T, d_h) side by side."""
+    return np.concatenate([x[:, i] for i in range(x.shape[1])], axis=-1)
+
+
+def test_merge_function_blank(heads_out: Floats) -> None:
+    assert_unanswered(check_merge_function(blank, heads_out), "write the body", "(B, T, D)")
+    assert_unanswered(check_merge_function(None, heads_out), "write")
+
+
+def test_merge_function_correct_by_both_routes(heads_out: Floats) -> None:
+    assert_passes(check_merge_function(concatenate_heads, heads_out), str((B, T, D)))
+    assert_passes(check_merge_function(mha_numpy.merge_heads, heads_out))
+    in_place = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
+    assert_passes(check_merge_function(in_place, heads_out))
+
+
+def test_merge_function_accepts_torch_results(heads_out: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    assert check_merge_function(lambda x: mha_torch.merge_heads(torch.from_numpy(x)), heads_out).ok
+
+
+@pytest.mark.parametrize("mistake, wrong, words", MERGE_MISTAKES, ids=[m[0] for m in MERGE_MISTAKES])
+def test_merge_function_mistakes(
+    heads_out: Floats, mistake: str, wrong: Callable[[Floats], Floats], words: tuple[str, ...]
+) -> None:
+    assert_fails(check_merge_function(wrong, heads_out), *words)
+
+
+def test_merge_function_hard_coded_shape(heads_out: Floats) -> None:
+    verdict = check_merge_function(lambda x: x.transpose(0, 2, 1, 3).reshape(B, T, D), heads_out)
+    assert_fails(verdict, "right for heads_out of shape", "(1, 3, 5, 2)", "raised ValueError", "argument's shape")
+
+
+def test_merge_function_raises_returns_nothing_or_odd_things(heads_out: Floats) -> None:
+    assert_fails(check_merge_function(raises, heads_out), "raised IndexError", "tuple index out of range")
+    assert_fails(check_merge_function(returns_nothing, heads_out), "returned None", "return")
+    assert_fails(check_merge_function("merge", heads_out), "expected a function")
+    for odd in ODD_ANSWERS:
+        verdict = check_merge_function(lambda x, odd=odd: odd, heads_out)
+        assert not verdict.ok and verdict.answered, verdict
+
+
+def test_merge_function_does_not_let_the_learner_change_the_problem(heads_out: Floats) -> None:
+    def spoils(x: Floats) -> Floats:
+        x[...] = 0.0
+        return np.zeros((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]))
+
+    before = heads_out.copy()
+    assert not check_merge_function(spoils, heads_out).ok
+    assert np.array_equal(heads_out, before)
+
+
+# ---- layer output ------------------------------------------------------------------------
+
+
+def test_combine_blank(heads_out: Floats, wo: Floats) -> None:
+    assert_unanswered(check_combine(None, heads_out, wo), "replace None with", "(B, T, D)")
+
+
+def test_combine_correct(heads_out: Floats, wo: Floats) -> None:
+    assert_passes(check_combine(mha_numpy.merge_heads(heads_out) @ wo, heads_out, wo), "row block i")
+    by_blocks = sum(heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h))
+    assert check_combine(by_blocks, heads_out, wo).ok
+
+
+def test_combine_accepts_torch_float32(heads_out: Floats, wo: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    layer = mha_torch.linear(torch.from_numpy(wo.T).float())
+    with torch.no_grad():
+        output = layer(mha_torch.merge_heads(torch.from_numpy(heads_out).float()))
+    assert check_combine(output, heads_out, wo).ok
+
+
+def test_combine_averaged_or_summed(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_combine(heads_out.mean(axis=1), heads_out, wo), "averaged", "concatenating")
+    assert_fails(check_combine(heads_out.sum(axis=1), heads_out, wo), "averaged (or summed)")
+
+
+def test_combine_average_of_contributions(heads_out: Floats, wo: Floats) -> None:
+    blocks = [heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h)]
+    assert_fails(check_combine(np.mean(blocks, axis=0), heads_out, wo), "1/h", "averaged")
+
+
+def test_combine_forgot_wo(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_combine(mha_numpy.merge_heads(heads_out), heads_out, wo), "merge only", "W_o is missing")
+
+
+def test_combine_wo_transposed(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_combine(mha_numpy.merge_heads(heads_out) @ wo.T, heads_out, wo), "W_o is transposed")
+
+
+def test_combine_wrong_merge(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_combine(heads_out.reshape(B, T, D) @ wo, heads_out, wo), "direct reshape")
+
+
+def test_combine_wrong_shape_and_numbers(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_combine(np.zeros((B, D)), heads_out, wo), "expected shape")
+    assert_fails(check_combine(np.zeros((B, T, D)), heads_out, wo), "not the layer output")
+
+
+@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
+def test_combine_never_raises_on_odd_answers(heads_out: Floats, wo: Floats, odd: Any) -> None:
+    verdict = check_combine(odd, heads_out, wo)
+    assert not verdict.ok and verdict.answered
+
+
+def test_combine_bad_reference(heads_out: Floats) -> None:
+    with pytest.raises(ValueError, match=r"wo must be \(D, D\)"):
+        check_combine(np.zeros((B, T, D)), heads_out, np.zeros((D + 1, D + 1)))
+    with pytest.raises(ValueError, match=r"wo must have 2 axes"):
+        check_combine(np.zeros((B, T, D)), heads_out, np.zeros(D))
+
+
+# ---- nn.Linear weight (a tensor) ---------------------------------------------------------
+
+
+def test_linear_weight_blank(wo: Floats) -> None:
+    assert_unanswered(check_linear_weight(None, wo), "replace None with", "(out_features, in_features)")
+
+
+def test_linear_weight_correct(wo: Floats) -> None:
+    assert_passes(check_linear_weight(wo.T, wo), "(out_features, in_features)")
 
 
 def test_linear_weight_from_library_layer() -> None:
@@ -112,19 +301,22 @@ def test_linear_weight_from_library_layer() -> None:
     assert_fails(check_linear_weight(torch.from_numpy(numpy_layer.wq), numpy_layer.wq), "not transposed")
 
 
-def test_linear_weight_not_transposed(wo: NDArray[np.float64]) -> None:
+def test_linear_weight_not_transposed(wo: Floats) -> None:
     assert_fails(check_linear_weight(wo, wo), "not transposed", "(out_features, in_features)")
-
-
-def test_linear_weight_not_transposed_rectangular() -> None:
-    w = np.random.default_rng(0).normal(size=(D, 2 * D))  # (in, out)
+    w = np.random.default_rng(0).normal(size=(D, 2 * D))  # (in, out), rectangular
     assert check_linear_weight(w.T, w).ok
     assert_fails(check_linear_weight(w, w), "not transposed")
 
 
-def test_linear_weight_wrong_shape_and_numbers(wo: NDArray[np.float64]) -> None:
+def test_linear_weight_wrong_shape_and_numbers(wo: Floats) -> None:
     assert_fails(check_linear_weight(np.zeros((D, D + 1)), wo), "expected shape")
-    assert_fails(check_linear_weight(wo.T + 1.0, wo), "not w.T")
+    assert_fails(check_linear_weight(wo.T + 1.0, wo), "not those of w_in_out")
+
+
+@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
+def test_linear_weight_never_raises_on_odd_answers(wo: Floats, odd: Any) -> None:
+    verdict = check_linear_weight(odd, wo)
+    assert not verdict.ok and verdict.answered
 
 
 def test_linear_weight_bad_reference() -> None:
@@ -132,14 +324,82 @@ def test_linear_weight_bad_reference() -> None:
         check_linear_weight(np.zeros((D, D)), np.zeros(D))
 
 
-# ---- nn.MultiheadAttention mask ----------------------------------------------------
+# ---- nn.Linear from NumPy (a function) ---------------------------------------------------
+
+
+@pytest.fixture
+def w_wide() -> Floats:
+    """A rectangular ``(in, out) = (D, 3D)`` matrix, so that the layout shows in the shape."""
+    return np.random.default_rng(4).uniform(-0.5, 0.5, size=(D, 3 * D))
+
+
+def make_linear(
+    transpose: bool = True, bias: bool = False, swap: bool = False, dtype: Any = None
+) -> Callable[[Floats], Any]:
+    """A learner's ``linear_from_numpy``, right or with one of the known mistakes."""
+    torch = pytest.importorskip("torch")
+
+    def linear_from_numpy(w: Floats) -> Any:
+        n_in, n_out = w.shape
+        layer = torch.nn.Linear(n_out if swap else n_in, n_in if swap else n_out, bias=bias, dtype=dtype)
+        with torch.no_grad():
+            layer.weight.copy_(torch.from_numpy(w.T if transpose else w))
+        return layer
+
+    return linear_from_numpy
+
+
+def test_linear_from_numpy_blank(w_wide: Floats) -> None:
+    assert_unanswered(check_linear_from_numpy(blank, w_wide), "write the body", "nn.Linear")
+
+
+def test_linear_from_numpy_correct(w_wide: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    verdict = check_linear_from_numpy(make_linear(dtype=torch.float64), w_wide)
+    assert_passes(verdict, "(out_features, in_features) = (18, 6)")
+    assert check_linear_from_numpy(make_linear(), w_wide).ok  # float32 layer: close enough
+
+
+def test_linear_from_numpy_layer_computes_x_at_w(w_wide: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    layer = make_linear(dtype=torch.float64)(w_wide)
+    probe = np.random.default_rng(5).normal(size=(3, D))
+    with torch.no_grad():
+        assert np.allclose(layer(torch.from_numpy(probe)).numpy(), probe @ w_wide)
+
+
+def test_linear_from_numpy_untransposed_copy(w_wide: Floats) -> None:
+    # nn.Linear(in, out) cannot take the (in, out) matrix: copy_ raises, and the verdict says so
+    verdict = check_linear_from_numpy(make_linear(transpose=False), w_wide)
+    assert_fails(verdict, "raised RuntimeError", "(out_features, in_features)", "(in, out) = (6, 18)")
+    # with in_features and out_features swapped to make it fit, the weight is the untransposed matrix
+    assert_fails(check_linear_from_numpy(make_linear(transpose=False, swap=True), w_wide), "not transposed")
+
+
+def test_linear_from_numpy_bias(w_wide: Floats) -> None:
+    assert_fails(check_linear_from_numpy(make_linear(bias=True), w_wide), "has a bias")
+
+
+def test_linear_from_numpy_returns_a_tensor_or_odd_things(w_wide: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    assert_fails(check_linear_from_numpy(lambda w: torch.from_numpy(w.T), w_wide), "expected an nn.Linear", "Tensor")
+    assert_fails(check_linear_from_numpy(raises, w_wide), "raised IndexError")
+    assert_fails(check_linear_from_numpy(returns_nothing, w_wide), "returned None")
+    for odd in ODD_ANSWERS:
+        verdict = check_linear_from_numpy(lambda w, odd=odd: odd, w_wide)
+        assert not verdict.ok and verdict.answered, verdict
+
+
+# ---- nn.MultiheadAttention mask ----------------------------------------------------------
+
+
+def test_mha_mask_blank() -> None:
+    assert_unanswered(check_mha_mask(None, mha_numpy.causal_mask(T)), "replace None with", "boolean (T, S)")
 
 
 def test_mha_mask_correct() -> None:
     allowed = mha_numpy.causal_mask(T)
-    verdict = check_mha_mask(~allowed, allowed)
-    assert verdict.ok, verdict
-    assert "blocked" in verdict.message
+    assert_passes(check_mha_mask(~allowed, allowed), "blocked")
 
 
 def test_mha_mask_accepts_torch() -> None:
@@ -149,11 +409,12 @@ def test_mha_mask_accepts_torch() -> None:
     allowed = mha_torch.causal_mask(T, T + 2)
     assert check_mha_mask(~allowed, allowed).ok
     assert_fails(check_mha_mask(allowed, allowed), "inverted convention")
+    assert_fails(check_mha_mask(allowed.double(), allowed), "0s and 1s")
 
 
 def test_mha_mask_inverted() -> None:
     allowed = mha_numpy.causal_mask(T)
-    assert_fails(check_mha_mask(allowed, allowed), "inverted convention", "True as blocked", "~allowed")
+    assert_fails(check_mha_mask(allowed, allowed), "inverted convention", "True as blocked")
 
 
 def test_mha_mask_transposed() -> None:
@@ -163,20 +424,26 @@ def test_mha_mask_transposed() -> None:
     assert_fails(check_mha_mask((~rectangular).T, rectangular), "transposed")
 
 
-def test_mha_mask_additive() -> None:
-    allowed = mha_numpy.causal_mask(T)
-    additive = np.where(allowed, 0.0, -np.inf)
-    assert check_mha_mask(additive, allowed).ok
+def test_mha_mask_float_masks() -> None:
+    allowed = mha_numpy.causal_mask(T, T + 2)
+    assert_passes(check_mha_mask(np.where(allowed, 0.0, -np.inf), allowed), "additive")
     assert_fails(check_mha_mask(np.where(allowed, -np.inf, 0.0), allowed), "inverted additive")
-    assert_fails(check_mha_mask(allowed.astype(float), allowed), "-inf where blocked")
+    assert_fails(check_mha_mask(allowed.astype(float), allowed), "0s and 1s", "block nothing")
+    assert_fails(check_mha_mask((~allowed).astype(float), allowed), "0s and 1s", "block nothing")
+    assert_fails(check_mha_mask(np.zeros(allowed.shape), allowed), "-inf blocks")
 
 
 def test_mha_mask_wrong_shape_pattern_and_dtype() -> None:
     allowed = mha_numpy.causal_mask(T)
     assert_fails(check_mha_mask(np.ones((T, T + 1), dtype=bool), allowed), "expected shape")
     assert_fails(check_mha_mask(np.zeros((T, T), dtype=bool), allowed), "pattern")
-    assert_fails(check_mha_mask((~allowed).astype(int), allowed), "dtype")
-    assert_fails(check_mha_mask(None, allowed), "no answer yet")
+    assert_fails(check_mha_mask((~allowed).astype(int), allowed), "dtype int")
+
+
+@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
+def test_mha_mask_never_raises_on_odd_answers(odd: Any) -> None:
+    verdict = check_mha_mask(odd, mha_numpy.causal_mask(T))
+    assert not verdict.ok and verdict.answered
 
 
 def test_mha_mask_bad_reference() -> None:
@@ -184,50 +451,140 @@ def test_mha_mask_bad_reference() -> None:
         check_mha_mask(np.zeros((T, T), dtype=bool), np.zeros((T, T)))
 
 
-# ---- layer output -------------------------------------------------------------------
+# ---- fix the broken layer ----------------------------------------------------------------
 
 
-def test_combine_correct(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    output = mha_numpy.merge_heads(heads_out) @ wo
-    verdict = check_combine(output, heads_out, wo)
-    assert verdict.ok, verdict
-    assert "row block i" in verdict.message
+Problem = tuple[Floats, Floats, Floats, Floats, Floats]
 
 
-def test_combine_averaged(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    assert_fails(check_combine(heads_out.mean(axis=1), heads_out, wo), "averaged", "concatenating")
-    assert_fails(check_combine(heads_out.sum(axis=1), heads_out, wo), "averaged (or summed)")
+@pytest.fixture
+def problem() -> Problem:
+    """``x (B, T, D)`` and the four ``(D, D)`` weights ``wq, wk, wv, wo`` of one layer."""
+    w = mha_numpy.init_weights(D, seed=6)
+    return np.random.default_rng(7).normal(size=(B, T, D)), w["wq"], w["wk"], w["wv"], w["wo"]
 
 
-def test_combine_average_of_contributions(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    blocks = [heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h)]
-    assert_fails(check_combine(np.mean(blocks, axis=0), heads_out, wo), "1/h", "averaged")
+def check(answer: Any, problem: Problem, heads: int = h) -> Verdict:
+    x, wq, wk, wv, wo = problem
+    return check_fixed_forward(answer, x, wq, wk, wv, wo, heads)
 
 
-def test_combine_forgot_wo(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    assert_fails(check_combine(mha_numpy.merge_heads(heads_out), heads_out, wo), "forgot", "W_o")
+def library_layer(problem: Problem) -> mha_numpy.MultiHead:
+    _, wq, wk, wv, wo = problem
+    return mha_numpy.MultiHead.from_weights(wq, wk, wv, wo, heads=h)
 
 
-def test_combine_wo_transposed(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    wrong = mha_numpy.merge_heads(heads_out) @ wo.T
-    assert_fails(check_combine(wrong, heads_out, wo), "W_o is transposed")
+def forward(split_direct: bool = False, scale: str = "sqrt(d_h)", merge_direct: bool = False) -> Callable[..., Floats]:
+    """A learner's ``fixed_forward``, written independently of the checker, right or with known bugs."""
+
+    def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+        b, t, width = x.shape
+        size = width // heads
+        factor = {"sqrt(d_h)": size**0.5, "none": 1.0, "d_h": size, "sqrt(D)": width**0.5}[scale]
+
+        def split(y: Floats) -> Floats:
+            split_up = y.reshape(b, heads, t, size) if split_direct else mha_numpy.split_heads(y, heads)
+            return split_up.astype(np.float64)
+
+        q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
+        heads_out: Floats = mha_numpy.softmax(q @ np.swapaxes(k, -1, -2) / factor) @ v
+        merged = heads_out.reshape(b, t, width) if merge_direct else mha_numpy.merge_heads(heads_out)
+        result: Floats = merged @ wo
+        return result
+
+    return fixed_forward
 
 
-def test_combine_wrong_merge(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    wrong = heads_out.reshape(B, T, D) @ wo
-    assert_fails(check_combine(wrong, heads_out, wo), "direct reshape")
+def test_fixed_forward_blank(problem: Problem) -> None:
+    assert_unanswered(check(blank, problem), "write the body", "(B, T, D)")
 
 
-def test_combine_wrong_shape_and_numbers(heads_out: NDArray[np.float64], wo: NDArray[np.float64]) -> None:
-    assert_fails(check_combine(np.zeros((B, D)), heads_out, wo), "expected shape")
-    assert_fails(check_combine(np.zeros((B, T, D)), heads_out, wo), "numbers differ")
+def test_fixed_forward_correct(problem: Problem) -> None:
+    assert_passes(check(forward(), problem), "both bugs fixed")
+    library = library_layer(problem)
+    assert check(lambda *args: library(args[0])[0], problem).ok
 
 
-def test_combine_bad_reference(heads_out: NDArray[np.float64]) -> None:
-    with pytest.raises(ValueError, match=r"wo must be \(D, D\)"):
-        check_combine(np.zeros((B, T, D)), heads_out, np.zeros((D + 1, D + 1)))
-    with pytest.raises(ValueError, match=r"wo must have 2 axes"):
-        check_combine(np.zeros((B, T, D)), heads_out, np.zeros(D))
+def test_fixed_forward_accepts_torch_float32(problem: Problem) -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    x, wq, wk, wv, wo = (torch.from_numpy(m).float() for m in problem)
+    layer = mha_torch.MultiHead.from_weights(wq.T, wk.T, wv.T, wo.T, heads=h)  # nn.Linear's (out, in)
+    with torch.no_grad():
+        output = layer(x)[0]
+    assert check(lambda *args: output, problem).ok
+
+
+FORWARD_MISTAKES: list[tuple[str, Callable[..., Floats], tuple[str, ...]]] = [
+    ("both bugs", forward(split_direct=True, scale="none"), ("both bugs remain", "split", "unscaled")),
+    ("scale missing", forward(scale="none"), ("split is fixed", "one bug remains", "unscaled")),
+    ("split direct", forward(split_direct=True), ("scale is fixed", "one bug remains", "straight to (B, h, T, d_h)")),
+    ("scale d_h", forward(scale="d_h"), ("divided by d_h = 2", "too much")),
+    ("scale sqrt(D)", forward(scale="sqrt(D)"), ("divided by sqrt(D) = sqrt(6)",)),
+    ("merge direct", forward(merge_direct=True), ("merge is now a direct reshape",)),
+]
+
+
+@pytest.mark.parametrize("mistake, wrong, words", FORWARD_MISTAKES, ids=[m[0] for m in FORWARD_MISTAKES])
+def test_fixed_forward_mistakes(
+    problem: Problem, mistake: str, wrong: Callable[..., Floats], words: tuple[str, ...]
+) -> None:
+    assert_fails(check(wrong, problem), *words)
+
+
+def test_fixed_forward_mistakes_have_their_own_messages(problem: Problem) -> None:
+    messages = {check(wrong, problem).message for _, wrong, _ in FORWARD_MISTAKES}
+    assert len(messages) == len(FORWARD_MISTAKES)
+
+
+def test_fixed_forward_tuple_shape_and_numbers(problem: Problem) -> None:
+    library = library_layer(problem)
+    assert_fails(check(lambda *args: library(args[0]), problem), "tuple of 2", "output (B, T, D) only")
+    assert_fails(check(lambda *args: np.zeros((B, D)), problem), "expected shape")
+    assert_fails(check(lambda *args: np.zeros((B, T, D)), problem), "not the layer's output")
+
+
+def test_fixed_forward_raises_returns_nothing_or_odd_things(problem: Problem) -> None:
+    assert_fails(check(raises, problem), "raised IndexError")
+    assert_fails(check(returns_nothing, problem), "returned None")
+    assert_fails(check(42, problem), "expected a function")
+    for odd in ODD_ANSWERS:
+        verdict = check(lambda *args, odd=odd: odd, problem)
+        assert not verdict.ok and verdict.answered, verdict
+
+
+def test_fixed_forward_bad_reference(problem: Problem) -> None:
+    x, wq, wk, wv, wo = problem
+    with pytest.raises(ValueError, match=r"heads must divide D = 6"):
+        check(forward(), problem, heads=4)
+    with pytest.raises(ValueError, match=r"x must have 3 axes"):
+        check_fixed_forward(forward(), x[0], wq, wk, wv, wo, h)
+    with pytest.raises(ValueError, match=r"weights must be \(D, D\)"):
+        check_fixed_forward(forward(), x, wq[:, :2], wk, wv, wo, h)
+
+
+# ---- the module --------------------------------------------------------------------------
+
+
+def test_each_exercise_has_its_own_label(
+    heads_out: Floats, wo: Floats, w_wide: Floats, problem: Problem
+) -> None:
+    verdicts = [
+        check_merge(None, heads_out),
+        check_merge_function(blank, heads_out),
+        check_combine(None, heads_out, wo),
+        check_linear_weight(None, wo),
+        check_linear_from_numpy(blank, w_wide),
+        check_mha_mask(None, mha_numpy.causal_mask(T)),
+        check(blank, problem),
+    ]
+    labels = [verdict.question for verdict in verdicts]
+    assert labels == [
+        "merge", "merge by hand", "layer output", "nn.Linear weight", "nn.Linear from NumPy",
+        "nn.MultiheadAttention mask", "fixed layer",
+    ]
+
 
 
 def test_lesson03_checks_do_not_import_torch() -> None:

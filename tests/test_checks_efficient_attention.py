@@ -1,20 +1,78 @@
-"""Lesson 07 quick-check: right answers pass, each recognised wrong answer is named."""
+"""Lesson 07 quick-check: right answers pass, each recognised wrong answer is named, blanks get a hint.
+
+Every checker is also fed odd answers (wrong types, shapes, functions that raise) and must return a
+Verdict; no "not yet" message may contain the right answer.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 from numpy.typing import NDArray
 
-from lessons_lib.checks.efficient_attention import check_online_sum, check_tiled_output, check_weight_entries
+from lessons_lib import mha_numpy
+from lessons_lib.checks import Verdict
+from lessons_lib.checks.efficient_attention import (
+    check_materialised_entries,
+    check_online_sum,
+    check_online_update,
+    check_sdpa_output,
+    check_tile_bytes,
+    check_tiled_attention,
+    check_tiled_output,
+    check_weight_entries,
+)
 from lessons_lib.efficient import online_softmax_trace, tiled_attention
 
+Floats = NDArray[np.float64]
 SIZES = dict(B=2, h=8, T=5, S=7)
+ODD = [None, "abc", {}, [1, [2]], object(), np.int64(3), True, 2.5, math.nan, np.zeros((2, 3))]
 
 
+def assert_not_yet(verdict: Verdict, phrase: str, *hidden: str) -> None:
+    assert not verdict.ok and verdict.answered and phrase in verdict.message, verdict
+    for text in hidden:
+        assert text not in verdict.message, (text, verdict)
+
+
+def assert_blank(verdict: Verdict, phrase: str) -> None:
+    assert not verdict.ok and not verdict.answered and phrase in verdict.message, verdict
+    assert "not answered yet" in repr(verdict)
+
+
+# ---- weight entries ------------------------------------------------------------------------------
 def test_weight_entries_right() -> None:
     v = check_weight_entries(2 * 8 * 5 * 7, **SIZES)
     assert v.ok and "560" in v.message
+    assert check_materialised_entries(560, **SIZES).ok
+    assert check_materialised_entries(torch.tensor(560), **SIZES).ok
+
+
+def test_materialised_entries_blank_hint_gives_no_formula() -> None:
+    v = check_materialised_entries(None, **SIZES)
+    assert_blank(v, "one whole number")
+    assert "B * h" not in v.message and "560" not in v.message
+
+
+# The messages of the wrong counts come from checks.inspecting_heads, whose wording another lesson
+# owns: assert that each mistake gets a distinct "not yet" without the answer, not the exact words.
+WRONG_COUNTS = [2 * 5 * 7, 8 * 5 * 7, 2 * 8 * 5 * 5, 2 * 8 * 7 * 7, 4 * 560, 8 * 560]
+
+
+def test_materialised_entries_names_each_mistake() -> None:
+    messages = [check_materialised_entries(n, **SIZES) for n in WRONG_COUNTS]
+    for verdict in messages:
+        assert_not_yet(verdict, "", "560", "B*h*T*S", "B * h * T * S")
+    assert len({v.message for v in messages}) == len(WRONG_COUNTS)
+    other = check_materialised_entries(3, **SIZES)
+    assert_not_yet(other, "count every number", "560", "B * h * T * S")
+    assert other.message not in {v.message for v in messages}
 
 
 @pytest.mark.parametrize(
@@ -22,19 +80,81 @@ def test_weight_entries_right() -> None:
     [
         (2 * 5 * 7, "left out the heads"),
         (8 * 5 * 7, "left out the batch"),
-        (2 * 8 * 5 * 5, "used T twice"),
-        (2 * 8 * 7 * 7, "used S twice"),
-        (4 * 560, "float32"),
-        (8 * 560, "float64"),
         (3, "expected B * h * T * S"),
-        (None, "no answer yet"),
+        (None, "replace None with"),
     ],
 )
-def test_weight_entries_wrong(answer: object, phrase: str) -> None:
+def test_shared_weight_entries_wrong(answer: object, phrase: str) -> None:
     v = check_weight_entries(answer, **SIZES)
     assert not v.ok and phrase in v.message
 
 
+# ---- tile bytes ----------------------------------------------------------------------------------
+TILE = dict(B=2, h=32, T=4096, S=4096, block=256, itemsize=4)
+TILE_RIGHT = 2 * 32 * 4096 * 256 * 4
+
+
+def test_tile_bytes_right_and_blank() -> None:
+    v = check_tile_bytes(TILE_RIGHT, **TILE)
+    assert v.ok and "268,435,456" in v.message and "16x less" in v.message
+    assert check_tile_bytes(np.int64(TILE_RIGHT), **TILE).ok
+    assert_blank(check_tile_bytes(None, **TILE), "whole number of bytes")
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (2 * 32 * 4096 * 4096 * 4, "full (B, h, T, S)"),
+        (2 * 32 * 4096 * 256, "counts numbers, not bytes"),
+        (4096 * 256 * 4, "one head of one sequence"),
+        (2 * 4096 * 256 * 4, "one head only"),
+        (32 * 4096 * 256 * 4, "one sequence only"),
+        (2 * 32 * 256 * 256 * 4, "(block, block) tile"),
+        (2 * 32 * 4096 * 256 * 8, "uses 8 bytes per score"),
+        (256, "in MiB"),
+        (12345, "is not it"),
+    ],
+)
+def test_tile_bytes_wrong(answer: int, phrase: str) -> None:
+    assert_not_yet(check_tile_bytes(answer, **TILE), phrase, str(TILE_RIGHT), f"{TILE_RIGHT:,}")
+
+
+# ---- SDPA output ---------------------------------------------------------------------------------
+_gen = torch.Generator().manual_seed(0)
+Q_NEW = torch.randn(1, 2, 2, 8, dtype=torch.float64, generator=_gen)
+K_ALL = torch.randn(1, 2, 7, 8, dtype=torch.float64, generator=_gen)
+V_ALL = torch.randn(1, 2, 7, 4, dtype=torch.float64, generator=_gen)
+DECODE_MASK = torch.from_numpy(mha_numpy.causal_mask(2, 7))
+
+
+def test_sdpa_output_right_and_blank() -> None:
+    right = F.scaled_dot_product_attention(Q_NEW, K_ALL, V_ALL, attn_mask=DECODE_MASK)
+    assert check_sdpa_output(right, Q_NEW, K_ALL, V_ALL).ok
+    assert check_sdpa_output(right.float(), Q_NEW, K_ALL, V_ALL).ok  # float32 is within tolerance
+    numpy_right = mha_numpy.attention(Q_NEW.numpy(), K_ALL.numpy(), V_ALL.numpy(), DECODE_MASK.numpy())[0]
+    assert check_sdpa_output(numpy_right, Q_NEW.numpy(), K_ALL.numpy(), V_ALL.numpy()).ok
+    assert_blank(check_sdpa_output(None, Q_NEW, K_ALL, V_ALL), "scaled_dot_product_attention")
+
+
+@pytest.mark.parametrize(
+    "make, phrase",
+    [
+        (lambda: F.scaled_dot_product_attention(Q_NEW, K_ALL, V_ALL), "without the mask"),
+        (lambda: F.scaled_dot_product_attention(Q_NEW, K_ALL, V_ALL, is_causal=True), "is_causal=True"),
+        (lambda: F.scaled_dot_product_attention(Q_NEW, K_ALL, V_ALL, attn_mask=DECODE_MASK.double()), "float mask"),
+        (lambda: F.scaled_dot_product_attention(Q_NEW / math.sqrt(8), K_ALL, V_ALL, attn_mask=DECODE_MASK),
+         "divided by sqrt(d) twice"),
+        (lambda: F.scaled_dot_product_attention(Q_NEW, K_ALL, V_ALL, attn_mask=~DECODE_MASK), "mask is inverted"),
+        (lambda: torch.full((1, 2, 2, 4), math.nan), "NaN"),
+        (lambda: torch.zeros(1, 2, 2, 4), "not causal attention"),
+        (lambda: torch.zeros(2, 4), "expected shape"),
+    ],
+)
+def test_sdpa_output_wrong(make: Callable[[], torch.Tensor], phrase: str) -> None:
+    assert_not_yet(check_sdpa_output(make(), Q_NEW, K_ALL, V_ALL), phrase, "causal_mask(2, 7)")
+
+
+# ---- online sum (the demonstration in the lesson) ----------------------------------------------
 ROW = np.array([1.0, 3.0, 0.0, 5.0, 2.0])
 
 
@@ -50,42 +170,172 @@ def test_online_sum_wrong() -> None:
         (np.exp(ROW).sum(), "without subtracting"),
         (np.exp(ROW[4:] - 5).sum(), "last block only"),
         (42.0, "expected sum"),
-        (None, "no answer yet"),
+        (None, "replace None with"),
     ]
     for answer, phrase in cases:
         v = check_online_sum(answer, ROW, 2)
         assert not v.ok and phrase in v.message, (answer, v)
 
 
+# ---- online update -------------------------------------------------------------------------------
+def right_update(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, float(block.max()))
+    return m_new, total * math.exp(m - m_new) + float(np.exp(block - m_new).sum())
+
+
+def torch_update(m: float, total: float, block: Floats) -> tuple[torch.Tensor, torch.Tensor]:
+    b = torch.from_numpy(block)
+    m_new = torch.maximum(torch.tensor(m, dtype=torch.float64), b.max())
+    return m_new, total * torch.exp(m - m_new) + torch.exp(b - m_new).sum()
+
+
+def blank_update(m: float, total: float, block: Floats) -> Any:
+    """One online-softmax step."""
+    ...
+
+
+def test_online_update_right_and_blank() -> None:
+    assert check_online_update(right_update).ok
+    assert check_online_update(torch_update).ok
+    assert_blank(check_online_update(blank_update), "update(m, l, block)")
+    assert_blank(check_online_update(None), "(m_new, l_new)")
+
+
+def _block_max(m: float, total: float, b: Floats) -> tuple[float, float]:
+    return float(b.max()), total * math.exp(m - b.max()) + float(np.exp(b - b.max()).sum())
+
+
+WRONG_UPDATES: list[tuple[Callable[[float, float, Floats], Any], str]] = [
+    (lambda m, s, b: (max(m, b.max()), s + np.exp(b - max(m, b.max())).sum()), "forgot to rescale l"),
+    (lambda m, s, b: (max(m, b.max()), s * math.exp(m - max(m, b.max())) + np.exp(b).sum()), "without subtracting"),
+    (lambda m, s, b: (max(m, b.max()), s + np.exp(b).sum()), "without subtracting the running max; l is kept relative "
+                                                               "to m_new; and you forgot to rescale"),
+    (_block_max, "block's max only"),
+    (lambda m, s, b: (b.max(), s + np.exp(b - b.max()).sum()), "block's max only"),
+    (lambda m, s, b: right_update(m, s, b)[::-1], "returned (l_new, m_new)"),
+    (lambda m, s, b: (max(m, b.max()) + 1.0, right_update(m, s, b)[1]), "not the running maximum"),
+    (lambda m, s, b: (max(m, b.max()), 2.0), "l_new is not the sum"),
+    (lambda m, s, b: 1 / 0, "raised ZeroDivisionError"),
+    (lambda m, s, b: print(m), "returned None"),
+    (lambda m, s, b: "ab", "expected the pair"),
+    (lambda m, s, b: (1.0, 2.0, 3.0), "expected the pair"),
+    (lambda m, s, b: [b, b], "expected the pair"),
+]
+
+
+@pytest.mark.parametrize("update, phrase", WRONG_UPDATES)
+def test_online_update_wrong(update: Callable[[float, float, Floats], Any], phrase: str) -> None:
+    assert_not_yet(check_online_update(update), phrase, "l * exp(m - m_new) + sum")
+
+
+# ---- tiled output (an array) and tiled attention (a function, run and measured) ----------------
+def tiled_variant(
+    q: Floats, k: Floats, v: Floats, block: int, rescale: bool = True, normalise: bool = True, scale: bool = True
+) -> Floats:
+    """An independent tiled loop with one step optionally left out."""
+    top, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    acc = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for s0 in range(0, k.shape[-2], block):
+        s = q @ np.swapaxes(k[..., s0 : s0 + block, :], -1, -2) / (np.sqrt(q.shape[-1]) if scale else 1.0)
+        new_top = np.maximum(top, s.max(-1))
+        f = np.exp(top - new_top)
+        p = np.exp(s - new_top[..., None])
+        total = f * total + p.sum(-1)
+        acc = (f[..., None] * acc if rescale else acc) + p @ v[..., s0 : s0 + block, :]
+        top = new_top
+    out: Floats = acc / total[..., None] if normalise else acc
+    return out
+
+
 def test_tiled_output() -> None:
     rng = np.random.default_rng(0)
     q, k, v = rng.standard_normal((2, 4, 3)) * 3, rng.standard_normal((2, 9, 3)) * 3, rng.standard_normal((2, 9, 2))
-    assert check_tiled_output(tiled_attention(q, k, v, block_size=3), q, k, v, 3).ok
-
-    def variant(rescale: bool, normalise: bool, scale: bool) -> NDArray[np.float64]:
-        d = q.shape[-1]
-        top = np.full(q.shape[:-1], -np.inf)
-        total = np.zeros(q.shape[:-1])
-        acc = np.zeros((*q.shape[:-1], v.shape[-1]))
-        for s0 in range(0, 9, 3):
-            s = q @ np.swapaxes(k[:, s0 : s0 + 3], -1, -2) / (np.sqrt(d) if scale else 1.0)
-            new_top = np.maximum(top, s.max(-1))
-            f = np.exp(top - new_top)
-            p = np.exp(s - new_top[..., None])
-            total = f * total + p.sum(-1)
-            acc = (f[..., None] * acc if rescale else acc) + p @ v[:, s0 : s0 + 3]
-            top = new_top
-        out: NDArray[np.float64] = acc / total[..., None] if normalise else acc
-        return out
-
+    right = check_tiled_output(tiled_attention(q, k, v, block_size=3), q, k, v, 3)
+    assert right.ok and "(T, S)" not in right.message  # an array cannot show how it was computed
     cases = [
-        (variant(False, True, True), "did not rescale the running output"),
-        (variant(True, False, True), "final division"),
-        (variant(True, True, False), "1/sqrt(d)"),
+        (tiled_variant(q, k, v, 3, rescale=False), "did not rescale the running output"),
+        (tiled_variant(q, k, v, 3, normalise=False), "final division"),
+        (tiled_variant(q, k, v, 3, scale=False), "1/sqrt(d)"),
         (np.zeros((2, 4, 2)), "same numbers"),
         (np.zeros((4, 2)), "expected shape"),
-        (None, "no answer yet"),
+        (None, "replace None with"),
     ]
     for answer, phrase in cases:
         verdict = check_tiled_output(answer, q, k, v, 3)
         assert not verdict.ok and phrase in verdict.message, verdict
+
+
+def loop_tiled(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    return tiled_variant(q, k, v, block_size)
+
+
+def blank_tiled(q: Floats, k: Floats, v: Floats, block_size: int) -> Any:
+    """q (..., T, d), k (..., S, d), v (..., S, d_v) -> (..., T, d_v)."""
+    ...
+
+
+def test_tiled_attention_right_and_blank() -> None:
+    verdict = check_tiled_attention(loop_tiled)
+    assert verdict.ok and "peak memory stayed below half" in verdict.message
+    assert_blank(check_tiled_attention(blank_tiled), "tiled(q, k, v, block_size)")
+    assert_blank(check_tiled_attention(None), "looping over blocks of keys")
+
+
+def _torch_naive(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    qt, kt = torch.from_numpy(q), torch.from_numpy(k)
+    weights = torch.softmax(qt @ kt.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+    out: Floats = (weights @ torch.from_numpy(v)).numpy()
+    return out
+
+
+def _torch_sdpa(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    out: Floats = F.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v)).numpy()
+    return out
+
+
+WRONG_TILED: list[tuple[Callable[[Floats, Floats, Floats, int], Any], str]] = [
+    (lambda q, k, v, b: mha_numpy.attention(q, k, v)[0], "held"),  # the naive route: a full (T, S) matrix
+    (lambda q, k, v, b: tiled_variant(q, k, v, k.shape[-2]), "held"),  # one block as wide as S
+    (lambda q, k, v, b: tiled_attention(q, k, v, block_size=b), "calls tiled_attention"),
+    (_torch_sdpa, "calls scaled_dot_product_attention"),
+    (_torch_naive, "calls from_numpy"),
+    (lambda q, k, v, b: tiled_variant(q, k, v, b, rescale=False), "did not rescale the running output"),
+    (lambda q, k, v, b: tiled_variant(q, k, v, b, normalise=False), "final division"),
+    (lambda q, k, v, b: tiled_variant(q, k, v, b, scale=False), "1/sqrt(d)"),
+    (lambda q, k, v, b: tiled_variant(q, k, v, b) if q.shape[-2] < 10 else np.zeros(3), "not a NumPy array equal"),
+    (lambda q, k, v, b: tiled_variant(q, k, v, b) if q.shape[-2] < 10 else 1 / 0, "raised ZeroDivisionError"),
+    (lambda q, k, v, b: np.zeros((4, 2)), "expected shape"),
+    (lambda q, k, v, b: "abc", "expected an array"),
+    (lambda q, k, v, b: 1 / 0, "raised ZeroDivisionError"),
+]
+
+
+@pytest.mark.parametrize("tiled, phrase", WRONG_TILED)
+def test_tiled_attention_wrong(tiled: Callable[[Floats, Floats, Floats, int], Any], phrase: str) -> None:
+    assert_not_yet(check_tiled_attention(tiled), phrase)
+
+
+# ---- every checker survives odd answers ----------------------------------------------------------
+VALUE_CHECKERS: dict[str, Callable[[Any], Verdict]] = {
+    "weight entries": lambda a: check_materialised_entries(a, **SIZES),
+    "tile bytes": lambda a: check_tile_bytes(a, **TILE),
+    "SDPA output": lambda a: check_sdpa_output(a, Q_NEW, K_ALL, V_ALL),
+}
+FUNCTION_CHECKERS: dict[str, Callable[[Any], Verdict]] = {
+    "online update": check_online_update,
+    "tiled attention": check_tiled_attention,
+}
+
+
+@pytest.mark.parametrize("label", sorted(VALUE_CHECKERS))
+def test_value_checkers_survive_odd_answers(label: str) -> None:
+    for answer in [*ODD, torch.ones(2, 3, requires_grad=True)]:
+        verdict = VALUE_CHECKERS[label](answer)
+        assert isinstance(verdict, Verdict) and verdict.question == label and not verdict.ok, (answer, verdict)
+
+
+@pytest.mark.parametrize("label", sorted(FUNCTION_CHECKERS))
+def test_function_checkers_survive_odd_answers(label: str) -> None:
+    for answer in [*ODD, *(lambda *args, odd=odd: odd for odd in ODD if odd is not None)]:
+        verdict = FUNCTION_CHECKERS[label](answer)
+        assert isinstance(verdict, Verdict) and verdict.question == label and not verdict.ok, (answer, verdict)

@@ -1,40 +1,73 @@
-"""Quick-check functions of lesson 05: the right answer passes, each known mistake is named."""
+"""Quick-check functions of lesson 05: a blank answer is "not answered yet", the right answer passes
+(NumPy and torch), each known mistake gets its own message, and no "not yet" gives the answer away."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import pytest
 import torch
 
+from lessons_lib import kv_cache
+from lessons_lib.checks import Verdict
 from lessons_lib.checks.grouped_query_attention import (
     check_bytes_per_token,
+    check_cache_bytes,
     check_group_size,
+    check_kv_head_function,
     check_kv_head_mapping,
+    check_pool_kv_columns,
     check_repeat_kv,
 )
 
 # Llama 3 8B: 32 layers, h = 32, h_kv = 8, d_h = 128, 2 bytes per element.
 SIZES = {"layers": 32, "heads": 32, "kv_heads": 8, "head_dim": 128}
 RIGHT = 2 * 32 * 8 * 128 * 2
+# Llama 2 70B: 80 layers, h = 64, h_kv = 8, d_h = 8192 / 64 = 128; 16 sequences of 4096 tokens.
+LLAMA2_70B = kv_cache.MODELS["Llama 2 70B"]
+SERVED = {"tokens": 4096, "batch": 16}
+RIGHT_70B = 2 * 80 * 8 * 128 * 4096 * 16 * 2
 
 
+def not_yet(verdict: Verdict, right: Any) -> str:
+    """The message of a "not yet" verdict, after checking that it does not contain ``right``."""
+    assert not verdict.ok and verdict.answered, verdict
+    assert str(verdict).startswith(f"[{verdict.question}] not yet: ")
+    shown = str(right.tolist() if isinstance(right, np.ndarray) else right)
+    assert not re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d.])", verdict.message), verdict
+    return verdict.message
+
+
+def blank(verdict: Verdict) -> str:
+    assert not verdict.ok and not verdict.answered, verdict
+    assert str(verdict).startswith(f"[{verdict.question}] not answered yet: ")
+    return verdict.message
+
+
+# ----- bytes per token (the demonstration in the notebook) ------------------------------------
 def test_bytes_right_answer() -> None:
     verdict = check_bytes_per_token(RIGHT, **SIZES)
     assert verdict.ok and "131072" in verdict.message
     assert check_bytes_per_token(np.int64(RIGHT), **SIZES).ok
+    assert check_bytes_per_token(torch.tensor(RIGHT), **SIZES).ok
+    assert check_bytes_per_token(float(RIGHT), **SIZES).ok
 
 
 def test_bytes_known_mistakes() -> None:
-    assert "factor 2" in check_bytes_per_token(RIGHT // 2, **SIZES).message
-    heads_instead = check_bytes_per_token(RIGHT * 4, **SIZES)
-    assert not heads_instead.ok and "h=32 query heads" in heads_instead.message
-    both = check_bytes_per_token(RIGHT * 2, **SIZES)
-    assert "instead of h_kv=8 and left out the factor 2" in both.message
-    assert "32 layers" in check_bytes_per_token(RIGHT // 32, **SIZES).message
-    in_float32 = check_bytes_per_token(RIGHT // 4, **SIZES, bytes_per_element=4)
-    assert "bytes per element" in in_float32.message  # RIGHT // 4 counts elements when each has 4 bytes
-    assert "use 2 (K and V)" in check_bytes_per_token(12345, **SIZES).message
-    assert "whole number" in check_bytes_per_token("lots", **SIZES).message
-    assert "whole number" in check_bytes_per_token(RIGHT + 0.5, **SIZES).message
+    assert "factor 2" in not_yet(check_bytes_per_token(RIGHT // 2, **SIZES), RIGHT)
+    assert "h=32 query heads" in not_yet(check_bytes_per_token(RIGHT * 4, **SIZES), RIGHT)
+    both = not_yet(check_bytes_per_token(RIGHT * 2, **SIZES), RIGHT)
+    assert "instead of h_kv=8 and left out the factor 2" in both
+    assert "32 layers" in not_yet(check_bytes_per_token(RIGHT // 32, **SIZES), RIGHT)
+    assert "model width D = 4096" in not_yet(check_bytes_per_token(RIGHT * 32, **SIZES), RIGHT)
+    in_float32 = not_yet(check_bytes_per_token(RIGHT // 2, **SIZES, bytes_per_element=4), 2 * RIGHT)
+    assert "elements, not bytes" in in_float32 and "factor 2" not in in_float32
+    assert "factor by factor" in not_yet(check_bytes_per_token(12345, **SIZES), RIGHT)
+    assert "whole number" in not_yet(check_bytes_per_token("lots", **SIZES), RIGHT)
+    assert "whole number" in not_yet(check_bytes_per_token(RIGHT + 0.5, **SIZES), RIGHT)
 
 
 def test_bytes_mha_model_has_no_heads_mistake() -> None:
@@ -44,31 +77,246 @@ def test_bytes_mha_model_has_no_heads_mistake() -> None:
     assert "factor 2" in half.message and "query heads" not in half.message
 
 
+# ----- a real model's cache --------------------------------------------------------------------
+def test_cache_blank_and_right() -> None:
+    assert "number of bytes" in blank(check_cache_bytes(None, LLAMA2_70B, **SERVED))
+    verdict = check_cache_bytes(RIGHT_70B, LLAMA2_70B, **SERVED)
+    assert verdict.ok and str(verdict).startswith("[Llama 2 70B cache] correct")
+    assert check_cache_bytes(torch.tensor(RIGHT_70B), LLAMA2_70B, **SERVED).ok
+    assert check_cache_bytes(np.int64(RIGHT_70B), LLAMA2_70B, **SERVED).ok
+    assert kv_cache.cache_bytes(LLAMA2_70B, **SERVED) == RIGHT_70B  # the test's own figure is the library's
+
+
+@pytest.mark.parametrize(
+    "wrong, phrase",
+    [
+        (RIGHT_70B * 8, "h=64 query heads"),
+        (RIGHT_70B * 4, "instead of h_kv=8 and left out the factor 2"),
+        (RIGHT_70B * 64, "model width D = 8192"),
+        (RIGHT_70B // 80, "one layer's share"),
+        (RIGHT_70B // 4096, "cache of one token; each sequence"),
+        (RIGHT_70B // 16, "cache of one sequence"),
+        (RIGHT_70B // (4096 * 16), "one token of one sequence"),
+        (20, "size in GiB"),
+        (20 * 1024, "size in MiB"),
+        (21.47483648, "looks like the size in GB"),
+        (1.25 * 16, "size in GiB"),
+        (RIGHT_70B + 1, "factor by factor"),
+        ("20 GiB", "whole number"),
+    ],
+)
+def test_cache_known_mistakes(wrong: Any, phrase: str) -> None:
+    assert phrase in not_yet(check_cache_bytes(wrong, LLAMA2_70B, **SERVED), RIGHT_70B)
+
+
+def test_cache_halved_names_both_possible_slips() -> None:
+    # With 2 bytes per element, counting elements and forgetting K or V give the same number.
+    message = not_yet(check_cache_bytes(RIGHT_70B // 2, LLAMA2_70B, **SERVED), RIGHT_70B)
+    assert "factor 2" in message and "elements, not bytes" in message
+    elements = not_yet(check_cache_bytes(RIGHT_70B // 2, LLAMA2_70B, **SERVED, bytes_per_element=4), 2 * RIGHT_70B)
+    assert "elements, not bytes" in elements and "factor 2" not in elements
+
+
+def test_cache_rejects_a_bad_preset() -> None:
+    with pytest.raises(TypeError, match="ModelPreset"):
+        check_cache_bytes(RIGHT_70B, "Llama 2 70B", **SERVED)  # type: ignore[arg-type]
+
+
+# ----- group size ------------------------------------------------------------------------------
 def test_group_size() -> None:
+    hint = blank(check_group_size(None, heads=32, kv_heads=8))
+    assert "query heads" in hint and "h //" not in hint and "/ h_kv" not in hint
     assert check_group_size(4, heads=32, kv_heads=8).ok
-    confused = check_group_size(8, heads=32, kv_heads=8)
-    assert not confused.ok and "h_kv, the number of K/V heads" in confused.message
-    assert "number of query heads" in check_group_size(32, heads=32, kv_heads=8).message
-    assert not check_group_size(3, heads=32, kv_heads=8).ok
+    assert check_group_size(torch.tensor(4), heads=32, kv_heads=8).ok
+    assert "h_kv, the number of K/V heads" in not_yet(check_group_size(8, heads=32, kv_heads=8), 4)
+    assert "number of all query heads" in not_yet(check_group_size(32, heads=32, kv_heads=8), 4)
+    assert "fraction of a head" in not_yet(check_group_size(0, heads=32, kv_heads=8), 4)
+    assert "read the same K/V head" in not_yet(check_group_size(3, heads=32, kv_heads=8), 4)
+    assert "whole number" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
     assert repr(check_group_size(4, 32, 8)).startswith("[group size] correct")
 
 
+# ----- which K/V head each query head reads ---------------------------------------------------
 def test_kv_head_mapping() -> None:
     assert check_kv_head_mapping([0, 0, 0, 1, 1, 1], heads=6, kv_heads=2).ok
     assert check_kv_head_mapping(torch.tensor([0, 0, 1, 1]), heads=4, kv_heads=2).ok
-    tiled = check_kv_head_mapping([0, 1, 0, 1, 0, 1], heads=6, kv_heads=2)
-    assert not tiled.ok and "tiled" in tiled.message
+    right = np.array([0, 0, 0, 1, 1, 1])
+    assert "tiled" in not_yet(check_kv_head_mapping([0, 1, 0, 1, 0, 1], heads=6, kv_heads=2), right)
     swapped = check_kv_head_mapping(np.arange(8) // 2, heads=8, kv_heads=2)  # divided by h_kv, not g
-    assert not swapped.ok and "divided by h_kv=2" in swapped.message
-    assert "expected 6 integers" in check_kv_head_mapping([0, 1], heads=6, kv_heads=2).message
-    assert not check_kv_head_mapping([1, 1, 0, 0], heads=4, kv_heads=2).ok
+    assert "divided by h_kv=2" in not_yet(swapped, np.arange(8) // 4)
+    assert "from 1" in not_yet(check_kv_head_mapping(right + 1, heads=6, kv_heads=2), right)
+    assert "expected 6 integers" in not_yet(check_kv_head_mapping([0, 1], heads=6, kv_heads=2), right)
+    assert "is not right" in not_yet(check_kv_head_mapping([1, 1, 0, 0], heads=4, kv_heads=2), [0, 0, 1, 1])
 
 
-def test_repeat_kv() -> None:
-    kv = np.random.default_rng(0).normal(size=(2, 3, 4, 5))
-    assert check_repeat_kv(np.repeat(kv, 2, axis=1), kv, 2).ok
-    assert check_repeat_kv(torch.from_numpy(kv).repeat_interleave(2, dim=1), kv, 2).ok
-    tiled = check_repeat_kv(np.tile(kv, (1, 2, 1, 1)), kv, 2)
-    assert not tiled.ok and "tiling" in tiled.message
-    assert "expected shape" in check_repeat_kv(kv, kv, 2).message
-    assert "differ" in check_repeat_kv(np.repeat(kv, 2, axis=1) + 1, kv, 2).message
+def mapping_right(heads: int, kv_heads: int) -> Any:
+    return np.arange(heads) // (heads // kv_heads)
+
+
+def mapping_tiled(heads: int, kv_heads: int) -> Any:
+    return np.arange(heads) % kv_heads
+
+
+def mapping_by_h_kv(heads: int, kv_heads: int) -> Any:
+    return np.arange(heads) // kv_heads
+
+
+def mapping_blank(heads: int, kv_heads: int) -> Any:
+    """Which K/V head each query head reads."""
+    ...
+
+
+def test_kv_head_function() -> None:
+    assert "write the body" in blank(check_kv_head_function(mapping_blank))
+    assert check_kv_head_function(mapping_right).ok
+    assert check_kv_head_function(lambda h, h_kv: (np.arange(h) // (h // h_kv)).tolist()).ok
+    assert check_kv_head_function(lambda h, h_kv: torch.arange(h) // (h // h_kv)).ok
+    assert check_kv_head_function(lambda h, h_kv: np.repeat(np.arange(h_kv), h // h_kv)).ok
+    right = mapping_right(8, 2)
+    tiled = not_yet(check_kv_head_function(mapping_tiled), right)
+    assert tiled.startswith("for h=8, h_kv=2: ") and "tiled order" in tiled
+    assert "divided by h_kv=2" in not_yet(check_kv_head_function(mapping_by_h_kv), right)
+    assert "from 1" in not_yet(check_kv_head_function(lambda h, h_kv: mapping_right(h, h_kv) + 1), right)
+    only_8_2 = not_yet(check_kv_head_function(lambda h, h_kv: [0, 0, 0, 0, 1, 1, 1, 1]), mapping_right(6, 3))
+    assert only_8_2.startswith("for h=6, h_kv=3: expected 6 integers")
+    assert "returned None" in not_yet(check_kv_head_function(lambda h, h_kv: print(end="")), right)
+    assert "raised ZeroDivisionError" in not_yet(check_kv_head_function(lambda h, h_kv: h // 0), right)
+    assert "integers" in not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / 4), right)
+    assert "expected a function" in not_yet(check_kv_head_function([0, 0, 1, 1]), right)
+
+
+# ----- repeating K/V heads -------------------------------------------------------------------
+KV = np.random.default_rng(0).normal(size=(2, 2, 4, 5))  # (B, h_kv, S, d_h), g = 3 below
+
+
+def test_repeat_kv_blank_and_right() -> None:
+    hint = blank(check_repeat_kv(None, KV, 3))
+    assert "(B, h, S, d_h)" in hint and "repeat" not in hint
+    assert check_repeat_kv(np.repeat(KV, 3, axis=1), KV, 3).ok
+    assert check_repeat_kv(torch.from_numpy(KV).repeat_interleave(3, dim=1), KV, 3).ok
+    assert check_repeat_kv(torch.from_numpy(KV).float().repeat_interleave(3, dim=1), KV, 3).ok
+
+
+@pytest.mark.parametrize(
+    "wrong, phrase",
+    [
+        (np.tile(KV, (1, 3, 1, 1)), "tiling"),
+        (torch.from_numpy(KV).repeat(1, 3, 1, 1), "tiling"),
+        (np.repeat(KV, 3, axis=2), "token axis S"),
+        (np.repeat(KV, 3), "without an axis"),
+        (np.repeat(KV, 2, axis=1), "h_kv=2 times"),
+        (KV, "still the h_kv=2 K/V heads"),
+        (np.repeat(KV, 3, axis=1) + 1, "numbers differ"),
+        (np.ones((2, 5)), "expected shape"),
+        ("keys", "array of numbers"),
+    ],
+)
+def test_repeat_kv_known_mistakes(wrong: Any, phrase: str) -> None:
+    assert phrase in not_yet(check_repeat_kv(wrong, KV, 3), "never shown")
+
+
+# ----- mean-pooling a multi-head checkpoint -----------------------------------------------------
+def pool_right(w: Any, heads: int, kv_heads: int) -> Any:
+    D, g = w.shape[0], heads // kv_heads
+    return w.reshape(D, kv_heads, g, -1).mean(axis=2).reshape(D, -1)
+
+
+def pool_blank(w: Any, heads: int, kv_heads: int) -> Any:
+    """Mean of each group's K/V columns."""
+    ...
+
+
+def pool_torch(w: Any, heads: int, kv_heads: int) -> Any:
+    t = torch.from_numpy(w)
+    return t.reshape(t.shape[0], kv_heads, heads // kv_heads, -1).mean(dim=2).flatten(1)
+
+
+def pool_in_place(w: Any, heads: int, kv_heads: int) -> Any:
+    w *= 2  # a learner who edits the input must not change the checker's reference
+    return pool_right(w, heads, kv_heads) / 2
+
+
+def test_pool_blank_and_right() -> None:
+    assert "(D, h_kv * d_h)" in blank(check_pool_kv_columns(pool_blank))
+    assert check_pool_kv_columns(pool_right).ok
+    assert check_pool_kv_columns(pool_torch).ok
+    assert check_pool_kv_columns(pool_in_place).ok
+
+
+def per_head(w: Any, heads: int, kv_heads: int) -> Any:
+    return w.reshape(w.shape[0], kv_heads, heads // kv_heads, -1)  # (D, h_kv, g, d_h)
+
+
+POOL_MISTAKES: list[tuple[Callable[[Any, int, int], Any], str]] = [
+    (lambda w, h, k: per_head(w, h, k)[:, :, 0].reshape(w.shape[0], -1), "first head of each group"),
+    (lambda w, h, k: w[:, : k * (w.shape[1] // h)], "columns of the first h_kv heads"),
+    (lambda w, h, k: per_head(w, h, k).sum(axis=2).reshape(w.shape[0], -1), "added up"),
+    (lambda w, h, k: w.reshape(w.shape[0], h // k, k, -1).mean(axis=1).reshape(w.shape[0], -1), "tiled groups"),
+    (lambda w, h, k: w.reshape(w.shape[0], -1, h // k).mean(axis=2), "neighbouring columns"),
+    (lambda w, h, k: w.reshape(w.shape[0], h, -1).mean(axis=1), "all h heads into one"),
+    (lambda w, h, k: per_head(w, h, k).mean(axis=2), "shape (D, h_kv, d_h)"),
+    (lambda w, h, k: np.repeat(per_head(w, h, k).mean(axis=2), h // k, axis=1).reshape(w.shape[0], -1),
+     "expanded the pooled heads back"),
+    (lambda w, h, k: w.mean(axis=0), "expected shape (D, h_kv * d_h) = (5, 4)"),
+    (lambda w, h, k: pool_right(w, h, k) + 1, "differ from the mean"),
+    (lambda w, h, k: str(w.shape), "array of numbers"),
+    (lambda w, h, k: print(end=""), "returned None"),
+    (lambda w, h, k: w.reshape(3, 7), "raised ValueError"),
+]
+
+
+@pytest.mark.parametrize("function, phrase", POOL_MISTAKES, ids=[p for _, p in POOL_MISTAKES])
+def test_pool_known_mistakes(function: Callable[[Any, int, int], Any], phrase: str) -> None:
+    assert phrase in not_yet(check_pool_kv_columns(function), "never shown")
+
+
+def test_pool_each_mistake_has_its_own_message() -> None:
+    messages = [check_pool_kv_columns(function).message for function, _ in POOL_MISTAKES[:8]]
+    assert len(set(messages)) == len(messages)
+
+
+def test_pool_mistake_in_a_later_size_is_reported_with_that_size() -> None:
+    def mqa_forgotten(w: Any, heads: int, kv_heads: int) -> Any:
+        return pool_right(w, heads, kv_heads) if kv_heads > 1 else w[:, :2]
+
+    assert not_yet(check_pool_kv_columns(mqa_forgotten), "never shown").startswith("for D=5, h=4, h_kv=1, d_h=2")
+
+
+# ----- no learner input makes a checker raise ---------------------------------------------------
+class Awkward:
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no array here")
+
+
+ODD = [None, "4", 4.5, float("nan"), True, [1, [2, 3]], {"a": 1}, Awkward(), np.array(["x"]), 3 + 1j, [], print]
+
+CHECKERS: list[Callable[[Any], Verdict]] = [
+    lambda a: check_bytes_per_token(a, **SIZES),
+    lambda a: check_cache_bytes(a, LLAMA2_70B, **SERVED),
+    lambda a: check_group_size(a, 32, 8),
+    lambda a: check_kv_head_mapping(a, 8, 2),
+    lambda a: check_repeat_kv(a, KV, 3),
+    check_kv_head_function,
+    check_pool_kv_columns,
+]
+
+
+@pytest.mark.parametrize("answer", ODD, ids=[type(a).__name__ for a in ODD])
+@pytest.mark.parametrize("checker", range(len(CHECKERS)))
+def test_odd_answers_never_raise(checker: int, answer: Any) -> None:
+    verdict = CHECKERS[checker](answer)
+    assert isinstance(verdict, Verdict) and not verdict.ok
+
+
+@pytest.mark.parametrize("checker", [check_kv_head_function, check_pool_kv_columns])
+@pytest.mark.parametrize("returned", ODD[1:], ids=[type(a).__name__ for a in ODD[1:]])
+def test_odd_returns_never_raise(checker: Callable[[Any], Verdict], returned: Any) -> None:
+    def odd(*args: Any) -> Any:
+        return args and returned  # not a constant: a body of only `return <constant>` counts as blank
+
+    assert not checker(odd).ok
+
+
+def test_a_function_returning_a_constant_reads_as_blank() -> None:
+    # The shared `is_blank` cannot tell `return None` from `...`; both are "not answered yet".
+    assert not check_kv_head_function(lambda h, h_kv: None).answered

@@ -1,25 +1,67 @@
-"""Lesson 06 quick-check: right answers pass, each recognised wrong answer is named."""
+"""Lesson 06 quick-check: right answers pass, each recognised wrong answer is named, blank answers
+are "not answered yet", odd inputs never raise, and no "not yet" message gives the answer away."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
+import torch
 
+from lessons_lib.checks import Verdict
 from lessons_lib.checks.latent_attention import (
     check_absorbed_query_weight,
     check_equivalent_kv_heads,
+    check_latent_scores,
     check_mla_cache_elements,
+    check_rebuilt_keys,
 )
 
 DS = dict(layers=60, latent_width=512, rope_width=64, kv_heads=128, head_dim=128)
+GQA = dict(latent_width=512, rope_width=64, head_dim=128, kv_heads=128)
+
+rng = np.random.default_rng(0)
+B, T, D, H, D_C, D_NOPE = 2, 5, 8, 3, 4, 6  # d_nope = d_v, so values fit where keys are asked for
+X = rng.standard_normal((B, T, D))
+W_DKV = rng.standard_normal((D, D_C))
+W_Q = rng.standard_normal((H, D, D_NOPE))
+W_UK = rng.standard_normal((H, D_C, D_NOPE))
+W_UV = rng.standard_normal((H, D_C, D_NOPE))
+LATENT = X @ W_DKV
+KEYS = np.stack([LATENT @ W_UK[i] for i in range(H)], axis=1)  # (B, h, T, d_nope), by a per-head loop
+ABSORBED = np.stack([W_Q[i] @ W_UK[i].T for i in range(H)])  # (h, D, d_c)
+SCORES = np.stack([(X @ W_Q[i]) @ KEYS[:, i].transpose(0, 2, 1) for i in range(H)], axis=1)  # (B, h, T, T)
+
+ODD_INPUTS: list[Any] = ["many", True, [[1, 2], [3]], {"a": 1}, object(), float("nan"), np.zeros((0,)), 3 + 4j]
 
 
+def assert_not_yet(verdict: Verdict, phrase: str, secret: str | None = None) -> None:
+    assert not verdict.ok
+    assert verdict.answered, repr(verdict)
+    assert " not yet: " in repr(verdict)
+    assert phrase in verdict.message, repr(verdict)
+    if secret is not None:
+        assert secret not in verdict.message, f"the message gives the answer away: {verdict!r}"
+
+
+def assert_blank(verdict: Verdict, phrase: str) -> None:
+    assert not verdict.ok and not verdict.answered
+    assert " not answered yet: " in repr(verdict)
+    assert phrase in verdict.message
+
+
+# ----- MLA cache ----------------------------------------------------------------------------------
 def test_cache_right_answer() -> None:
     v = check_mla_cache_elements(60 * 576, **DS)
     assert v.ok
     assert "34560" in v.message
     assert repr(v).startswith("[MLA cache] correct")
     assert check_mla_cache_elements(np.int64(34560), **DS).ok
+    assert check_mla_cache_elements(34560.0, **DS).ok
+    assert check_mla_cache_elements(torch.tensor(34560), **DS).ok
 
 
 @pytest.mark.parametrize(
@@ -31,42 +73,180 @@ def test_cache_right_answer() -> None:
         (2 * 60 * 512, "counted the latent twice"),
         (60 * (512 + 128 * 64), "shared by all heads"),
         (576, "that is one layer"),
-        (12345, "expected layers x (d_c + d_rope)"),
-        (None, "no answer yet"),
+        (12345, "not a count we recognise"),
         ("many", "expected one whole number"),
         (True, "boolean"),
+        (2.5, "expected one whole number"),
     ],
 )
 def test_cache_wrong_answers(answer: object, phrase: str) -> None:
     v = check_mla_cache_elements(answer, **DS)
-    assert not v.ok
-    assert phrase in v.message
+    assert_not_yet(v, phrase, secret="34560")
+    assert "34,560" not in v.message
     assert repr(v).startswith("[MLA cache] not yet")
 
 
-def test_absorbed_query_weight() -> None:
-    rng = np.random.default_rng(0)
-    w_q, w_uk = rng.standard_normal((3, 8, 4)), rng.standard_normal((3, 5, 4))
-    right = np.stack([w_q[i] @ w_uk[i].T for i in range(3)])
-    assert check_absorbed_query_weight(right, w_q, w_uk).ok
-    assert check_absorbed_query_weight(right.astype(np.float32), w_q, w_uk).ok
-    cases = [
-        (right.sum(0), "summed over the heads"),
-        (right.transpose(0, 2, 1), "transposed"),
-        (right[0], "head 0 only"),
-        (right + 1, "expected w_q[i] @ w_uk[i].T"),
-        (None, "no answer yet"),
-    ]
-    for answer, phrase in cases:
-        v = check_absorbed_query_weight(answer, w_q, w_uk)
-        assert not v.ok and phrase in v.message
+def test_cache_blank() -> None:
+    v = check_mla_cache_elements(None, **DS)
+    assert_blank(v, "one whole number")
+    assert "d_c" not in v.message and "34560" not in v.message
 
 
-def test_equivalent_kv_heads() -> None:
-    kw = dict(latent_width=512, rope_width=64, head_dim=128)
-    assert check_equivalent_kv_heads(2.25, **kw).ok
-    assert "2.25" in check_equivalent_kv_heads(576 / 256, **kw).message
-    cases = [(4.5, "key AND a value"), (2.0, "left out the rotary key"), (8, "expected"), (None, "no answer")]
-    for answer, phrase in cases:
-        v = check_equivalent_kv_heads(answer, **kw)
-        assert not v.ok and phrase in v.message
+# ----- GQA equivalent -----------------------------------------------------------------------------
+def test_equivalent_kv_heads_right() -> None:
+    assert check_equivalent_kv_heads(2.25, **GQA).ok
+    assert "2.25" in check_equivalent_kv_heads(576 / 256, **GQA).message
+    assert check_equivalent_kv_heads(torch.tensor(2.25), **GQA).ok
+    assert check_equivalent_kv_heads(2.25, latent_width=512, rope_width=64, head_dim=128).ok
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (4.5, "key AND a value"),
+        (2.0, "left out the rotary key; MLA"),
+        (4, "left out the rotary key, and"),
+        (256 / 576, "upside down"),
+        (128, "num_key_value_heads"),
+        (8, "not the count we expected"),
+        ("two", "expected one number"),
+    ],
+)
+def test_equivalent_kv_heads_wrong(answer: object, phrase: str) -> None:
+    assert_not_yet(check_equivalent_kv_heads(answer, **GQA), phrase, secret="2.25")
+
+
+def test_equivalent_kv_heads_blank() -> None:
+    v = check_equivalent_kv_heads(None, **GQA)
+    assert_blank(v, "one number")
+    assert "2 *" not in v.message and "d_rope" not in v.message
+
+
+# ----- rebuilt keys -------------------------------------------------------------------------------
+def test_rebuilt_keys_right() -> None:
+    assert check_rebuilt_keys(KEYS, LATENT, W_UK, W_UV).ok
+    assert check_rebuilt_keys(torch.tensor(KEYS, dtype=torch.float32), LATENT, W_UK, W_UV).ok
+    assert check_rebuilt_keys(torch.from_numpy(KEYS), torch.from_numpy(LATENT), W_UK, W_UV).ok
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (np.stack([LATENT @ W_UV[i] for i in range(H)], axis=1), "those are the values"),
+        (KEYS.transpose(0, 2, 1, 3), "heads axis comes after the tokens"),
+        (KEYS.transpose(0, 1, 3, 2), "transposed"),
+        (KEYS.transpose(0, 2, 1, 3).reshape(B, T, H * D_NOPE), "concatenated the heads"),
+        (KEYS[:, 0], "head 0 only"),
+        (KEYS.sum(axis=1), "summed over the heads"),
+        (KEYS + 1, "not the keys rebuilt"),
+    ],
+)
+def test_rebuilt_keys_wrong(answer: Any, phrase: str) -> None:
+    v = check_rebuilt_keys(answer, LATENT, W_UK, W_UV)
+    assert_not_yet(v, phrase, secret="einsum")
+    assert "@ w_uk[i]" not in v.message
+
+
+def test_rebuilt_keys_blank_and_odd_inputs() -> None:
+    assert_blank(check_rebuilt_keys(None, LATENT, W_UK, W_UV), "(B, h, T, d_nope)")
+    for odd in ODD_INPUTS:
+        v = check_rebuilt_keys(odd, LATENT, W_UK, W_UV)
+        assert not v.ok and v.answered
+
+
+# ----- absorbed query -----------------------------------------------------------------------------
+def test_absorbed_query_weight_right() -> None:
+    assert check_absorbed_query_weight(ABSORBED, W_Q, W_UK).ok
+    assert check_absorbed_query_weight(ABSORBED.astype(np.float32), W_Q, W_UK, W_UV).ok
+    assert check_absorbed_query_weight(torch.from_numpy(ABSORBED).float(), W_Q, W_UK).ok
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (ABSORBED.sum(0), "summed over the heads"),
+        (ABSORBED.transpose(0, 2, 1), "transposed"),
+        (ABSORBED[0], "head 0 only"),
+        (np.stack([W_Q[i] @ W_UV[i].T for i in range(H)]), "you absorbed w_uv"),
+        (ABSORBED + 1, "not the query projection"),
+    ],
+)
+def test_absorbed_query_weight_wrong(answer: Any, phrase: str) -> None:
+    v = check_absorbed_query_weight(answer, W_Q, W_UK, W_UV)
+    assert_not_yet(v, phrase, secret="w_q[i] @ w_uk[i].T")
+
+
+def test_absorbed_query_weight_blank_and_odd_inputs() -> None:
+    assert_blank(check_absorbed_query_weight(None, W_Q, W_UK), "(h, D, d_c)")
+    for odd in ODD_INPUTS:
+        assert not check_absorbed_query_weight(odd, W_Q, W_UK, W_UV).ok
+
+
+# ----- latent scores ------------------------------------------------------------------------------
+def absorbed_scores(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
+    q_latent = np.einsum("btd,hdc->bhtc", x, w_q_absorbed)
+    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def absorbed_scores_torch(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
+    q_latent = torch.einsum("btd,hdc->bhtc", torch.from_numpy(x), torch.from_numpy(w_q_absorbed))
+    return (q_latent @ torch.from_numpy(latent).transpose(-1, -2)[:, None]).float()
+
+
+def scores_check(function: Any) -> Verdict:
+    return check_latent_scores(function, X, W_DKV, W_Q, W_UK)
+
+
+def test_latent_scores_right() -> None:
+    assert same_array(absorbed_scores(X, LATENT, ABSORBED), SCORES)
+    for function in (absorbed_scores, absorbed_scores_torch):
+        v = scores_check(function)
+        assert v.ok, repr(v)
+        assert "equal the explicit" in v.message
+
+
+def same_array(a: Any, b: Any) -> bool:
+    return bool(np.allclose(a, b))
+
+
+def wrong(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    return lambda x, latent, w: change(absorbed_scores(x, latent, w))
+
+
+@pytest.mark.parametrize(
+    "function, phrase",
+    [
+        (wrong(lambda s: s.sum(axis=1)), "summed over the heads"),
+        (wrong(lambda s: s[:, 0]), "head 0 only"),
+        (wrong(lambda s: np.swapaxes(s, -1, -2)), "transposed"),
+        (wrong(lambda s: s / math.sqrt(D_NOPE)), "1/sqrt(d_nope)"),
+        (wrong(lambda s: s / math.sqrt(D_C)), "1/sqrt(d_c)"),
+        (wrong(lambda s: s + 1), "not the explicit scores"),
+        (lambda x, latent, w: SCORES, "not for another layer"),  # tied to the lesson's own numbers
+        (lambda x, latent, w: absorbed_scores(x, latent, w) if x.shape[1] == T else 1 / 0, "(your function raised"),
+        (lambda x, latent, w: 1 / 0, "raised ZeroDivisionError"),
+        (lambda x, latent, w: [None][0], "returned None"),
+        (lambda x, latent, w: f"{x.ndim} scores", "expected an array of numbers"),
+        (42, "expected a function"),
+    ],
+)
+def test_latent_scores_wrong(function: Any, phrase: str) -> None:
+    v = scores_check(function)
+    assert_not_yet(v, phrase, secret="einsum")
+    assert "swapaxes" not in v.message and "@ latent" not in v.message
+
+
+def test_latent_scores_blank() -> None:
+    def blank(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
+        """Raw scores against the latent."""
+        ...
+
+    for function in (None, blank):
+        assert_blank(scores_check(function), "(B, h, T, S)")
+
+
+def test_reference_inputs_are_checked() -> None:
+    with pytest.raises(ValueError, match="w_uk"):
+        check_rebuilt_keys(KEYS, LATENT, W_UK[0], W_UV)
+    with pytest.raises(TypeError, match="x"):
+        check_latent_scores(absorbed_scores, X.astype(int), W_DKV, W_Q, W_UK)

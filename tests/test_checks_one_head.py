@@ -1,4 +1,6 @@
-"""Lesson 01 Quick check: every checker accepts the right answer and names each mistake it knows."""
+"""Lesson 01 Quick check: every checker accepts the right answer (NumPy, and torch where it makes
+sense), says "not answered yet" for a blank exercise, names each mistake it knows in its own words,
+never gives the solution away in a "not yet" message, and never raises on a learner's answer."""
 
 from __future__ import annotations
 
@@ -10,12 +12,23 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from lessons_lib import mha_numpy
 from lessons_lib.checks import Verdict
-from lessons_lib.checks.one_head import check_causal_mask, check_output, check_scores, check_weights
+from lessons_lib.checks.one_head import (
+    check_attention_function,
+    check_causal_mask,
+    check_cross_attention,
+    check_output,
+    check_scores,
+    check_weights,
+)
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 Floats = NDArray[np.float64]
 T, S, d, d_v = 3, 5, 4, 2
+# Text that would hand over a solution: the full formulas, the np.tril offset, the masking line.
+SOLUTIONS = ("q @ k.T / sqrt(d)", "q @ k.T / np.sqrt", "k=S - T", "k=2", "np.where(", "softmax(scores, axis=-1)",
+             "weights @ v, weights", "source @ w_q")
 
 
 @pytest.fixture
@@ -25,43 +38,62 @@ def qkv() -> tuple[Floats, Floats, Floats]:
 
 
 def assert_not_yet(verdict: Verdict, *words: str) -> None:
-    """The verdict is negative and its message names the mistake (every word appears)."""
+    """An answered but wrong verdict that names the mistake (every word appears) and gives nothing away."""
     assert isinstance(verdict, Verdict)
-    assert not verdict.ok, verdict
+    assert not verdict.ok and verdict.answered, verdict
     assert repr(verdict).startswith(f"[{verdict.question}] not yet: ")
     for word in words:
         assert word in verdict.message, (word, verdict.message)
+    for solution in SOLUTIONS:
+        assert solution not in verdict.message, (solution, verdict.message)
+
+
+def assert_unanswered(verdict: Verdict, *words: str) -> None:
+    """A blank exercise: "not answered yet", with a hint of what to write, not of the answer."""
+    assert isinstance(verdict, Verdict) and not verdict.ok and not verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] not answered yet: ")
+    for word in words:
+        assert word in verdict.message, (word, verdict.message)
+    for solution in SOLUTIONS:
+        assert solution not in verdict.message, (solution, verdict.message)
+
+
+def messages(verdicts: list[Verdict]) -> None:
+    """Each diagnosed mistake gets its own message."""
+    texts = [v.message for v in verdicts]
+    assert len(set(texts)) == len(texts), texts
 
 
 # ---- scores ---------------------------------------------------------------------------------
 
+SCORE_MISTAKES: list[tuple[Callable[[Floats, Floats], Any], list[str]]] = [
+    (lambda q, k: q @ k.T, ["forgot the scale", "d = 4"]),
+    (lambda q, k: q @ k.T / d, ["divided by d = 4"]),
+    (lambda q, k: q @ k.T * math.sqrt(d), ["multiplied by sqrt(d)"]),
+    (lambda q, k: k @ q.T / math.sqrt(d), ["k @ q.T", "(T, S) = (3, 5)"]),
+    (lambda q, k: k @ q.T, ["k @ q.T", "forgot the scale"]),
+    (lambda q, k: q @ k.T / math.sqrt(S), ["sqrt(S)", "feature width"]),
+    (lambda q, k: q @ k.T / math.sqrt(T), ["sqrt(T)", "feature width"]),
+]
+
 
 def test_scores_correct(qkv: tuple[Floats, Floats, Floats]) -> None:
     q, k, _ = qkv
-    verdict = check_scores(q @ k.T / math.sqrt(d), q, k)
-    assert verdict.ok and repr(verdict).startswith("[scores] correct: ")
-
-
-def test_scores_correct_float32_and_lists(qkv: tuple[Floats, Floats, Floats]) -> None:
-    q, k, _ = qkv
     right = q @ k.T / math.sqrt(d)
+    verdict = check_scores(right, q, k)
+    assert verdict.ok and repr(verdict).startswith("[scores] correct: ")
     assert check_scores(right.astype(np.float32), q, k).ok
     assert check_scores(right.tolist(), q, k).ok
 
 
-@pytest.mark.parametrize(
-    ("wrong", "words"),
-    [
-        (lambda q, k: q @ k.T, ["forgot the scale", "sqrt(d)"]),
-        (lambda q, k: q @ k.T / d, ["1/d instead of 1/sqrt(d)"]),
-        (lambda q, k: q @ k.T * math.sqrt(d), ["multiplied by sqrt(d)"]),
-        (lambda q, k: k @ q.T / math.sqrt(d), ["k @ q.T", "(T, S)"]),
-        (lambda q, k: k @ q.T, ["k @ q.T", "forgot the scale"]),
-        (lambda q, k: q @ k.T / math.sqrt(S), ["sqrt(S)", "feature width"]),
-        (lambda q, k: q @ k.T / math.sqrt(T), ["sqrt(T)", "feature width"]),
-        (lambda q, k: q @ k.T / math.sqrt(d) + 1.0, ["expected q @ k.T / sqrt(d)"]),
-    ],
-)
+def test_scores_correct_torch(qkv: tuple[Floats, Floats, Floats]) -> None:
+    torch = pytest.importorskip("torch")
+    q, k, _ = qkv
+    tq, tk = torch.from_numpy(q).float(), torch.from_numpy(k).float()
+    assert check_scores(tq @ tk.T / math.sqrt(d), q, k).ok
+
+
+@pytest.mark.parametrize(("wrong", "words"), SCORE_MISTAKES)
 def test_scores_recognises(
     qkv: tuple[Floats, Floats, Floats], wrong: Callable[[Floats, Floats], Any], words: list[str]
 ) -> None:
@@ -69,9 +101,15 @@ def test_scores_recognises(
     assert_not_yet(check_scores(wrong(q, k), q, k), *words)
 
 
-def test_scores_none_and_text(qkv: tuple[Floats, Floats, Floats]) -> None:
+def test_scores_mistakes_have_their_own_messages(qkv: tuple[Floats, Floats, Floats]) -> None:
     q, k, _ = qkv
-    assert_not_yet(check_scores(None, q, k), "no answer yet")
+    messages([check_scores(wrong(q, k), q, k) for wrong, _ in SCORE_MISTAKES])
+
+
+def test_scores_blank_other_and_text(qkv: tuple[Floats, Floats, Floats]) -> None:
+    q, k, _ = qkv
+    assert_unanswered(check_scores(None, q, k), "replace None with", "scaled scores", "(3, 5)")
+    assert_not_yet(check_scores(q @ k.T / math.sqrt(d) + 1.0, q, k), "expected shape (T, S) = (3, 5)")
     assert_not_yet(check_scores("scores", q, k), "array of numbers")
 
 
@@ -92,27 +130,72 @@ def scores(qkv: tuple[Floats, Floats, Floats]) -> Floats:
     return q @ k.T / math.sqrt(d)
 
 
+KEEP = np.array([True, True, True, True, False])  # (S,): the last source position is padding
+
+
+def _masked(s: Floats, keep: NDArray[np.bool_] = KEEP) -> Floats:
+    return np.where(keep, s, -np.inf)
+
+
 def test_weights_correct(scores: Floats) -> None:
     verdict = check_weights(softmax(scores, axis=-1), scores)
     assert verdict.ok and "axis=-1" in verdict.message
     exps = np.exp(scores)
     assert check_weights(exps / exps.sum(axis=1, keepdims=True), scores).ok
+    masked = check_weights(softmax(_masked(scores), axis=-1), scores, KEEP)
+    assert masked.ok and "exactly 0" in masked.message
+    renormalised = softmax(scores, axis=-1) * KEEP
+    assert check_weights(renormalised / renormalised.sum(axis=-1, keepdims=True), scores, KEEP).ok
 
 
-@pytest.mark.parametrize(
-    ("wrong", "words"),
-    [
-        (lambda s: softmax(s, axis=0), ["query axis", "axis=-1"]),
-        (lambda s: np.exp(s) / np.exp(s).sum(), ["whole matrix"]),
-        (lambda s: s / s.sum(axis=-1, keepdims=True), ["without exponentiating"]),
-        (lambda s: np.exp(s), ["did not divide"]),
-        (lambda s: s, ["scores themselves"]),
-        (lambda s: softmax(s, axis=-1) * 2.0, ["do not sum to 1"]),
-        (lambda s: softmax(s, axis=-1)[:, ::-1], ["expected softmax(scores, axis=-1)"]),
-    ],
-)
+def test_weights_correct_torch(scores: Floats) -> None:
+    torch = pytest.importorskip("torch")
+    blocked = torch.from_numpy(_masked(scores)).float()
+    assert check_weights(torch.softmax(blocked, dim=-1), scores, torch.from_numpy(KEEP)).ok
+
+
+WEIGHT_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
+    (lambda s: softmax(s, axis=0), ["query axis", "axis=-1"]),
+    (lambda s: np.exp(s) / np.exp(s).sum(), ["whole matrix"]),
+    (lambda s: s / s.sum(axis=-1, keepdims=True), ["without exponentiating"]),
+    (lambda s: np.exp(s), ["did not divide"]),
+    (lambda s: s, ["scores themselves"]),
+    (lambda s: softmax(s, axis=-1) * 2.0, ["do not sum to 1"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), WEIGHT_MISTAKES)
 def test_weights_recognises(scores: Floats, wrong: Callable[[Floats], Any], words: list[str]) -> None:
     assert_not_yet(check_weights(wrong(scores), scores), *words)
+
+
+MASKED_WEIGHT_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
+    (lambda s: softmax(s, axis=-1), ["mask is ignored"]),
+    (lambda s: softmax(s, axis=-1) * KEEP, ["after the softmax", "sum to 1"]),
+    (lambda s: softmax(np.where(KEEP, s, 0.0), axis=-1), ["set the blocked scores to 0", "-inf"]),
+    (lambda s: softmax(np.where(KEEP, -np.inf, s), axis=-1), ["inverted mask", "True = may attend"]),
+    (lambda s: softmax(_masked(s), axis=0), ["NaN", "wrong axis"]),
+    (lambda s: softmax(_masked(s).ravel()).reshape(s.shape), ["whole matrix"]),
+    (lambda s: np.exp(_masked(s)), ["did not divide"]),
+    (lambda s: softmax(_masked(s), axis=-1)[::-1], ["expected shape (T, S) = (3, 5)"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), MASKED_WEIGHT_MISTAKES)
+def test_masked_weights_recognises(scores: Floats, wrong: Callable[[Floats], Any], words: list[str]) -> None:
+    with np.errstate(all="ignore"):
+        answer = wrong(scores)
+    assert_not_yet(check_weights(answer, scores, KEEP), *words)
+
+
+def test_weight_mistakes_have_their_own_messages(scores: Floats) -> None:
+    messages([check_weights(wrong(scores), scores) for wrong, _ in WEIGHT_MISTAKES])
+    with np.errstate(all="ignore"):
+        messages([check_weights(wrong(scores), scores, KEEP) for wrong, _ in MASKED_WEIGHT_MISTAKES])
+
+
+def test_weights_blank(scores: Floats) -> None:
+    assert_unanswered(check_weights(None, scores, KEEP), "replace None with", "attention weights", "(3, 5)")
 
 
 # ---- causal mask ----------------------------------------------------------------------------
@@ -120,8 +203,16 @@ def test_weights_recognises(scores: Floats, wrong: Callable[[Floats], Any], word
 
 def test_mask_correct() -> None:
     verdict = check_causal_mask(np.tril(np.ones((4, 4), dtype=bool)), 4)
-    assert verdict.ok and "itself included" in verdict.message
-    assert check_causal_mask(causal_mask(2, 5), 2, 5).ok
+    assert verdict.ok and "up to its own" in verdict.message
+    assert check_causal_mask(causal_mask(T, S), T, S).ok
+    positions = np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]
+    assert check_causal_mask(positions, T, S).ok
+    assert check_causal_mask(np.tril(np.ones((S, S), dtype=bool))[-T:], T, S).ok
+
+
+def test_mask_correct_torch() -> None:
+    torch = pytest.importorskip("torch")
+    assert check_causal_mask(torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T), T, S).ok
 
 
 @pytest.mark.parametrize(
@@ -129,25 +220,45 @@ def test_mask_correct() -> None:
     [
         (~np.tril(np.ones((4, 4), dtype=bool)), ["inverted convention", "True = may attend"]),
         (np.triu(np.ones((4, 4), dtype=bool), k=1), ["inverted convention"]),
-        (np.where(np.tril(np.ones((4, 4))) > 0, 0.0, -np.inf), ["additive mask", "mask == 0"]),
+        (np.where(np.tril(np.ones((4, 4))) > 0, 0.0, -np.inf), ["additive mask", "True = may attend"]),
         (np.tril(np.ones((4, 4), dtype=int)), ["right pattern", "dtype=bool"]),
         (np.triu(np.ones((4, 4)), k=1), ["inverted convention with numbers"]),
-        (np.triu(np.ones((4, 4), dtype=bool)), ["transposed", "np.tril"]),
+        (np.triu(np.ones((4, 4), dtype=bool)), ["transposed", "lower triangle"]),
         (np.tril(np.ones((4, 4), dtype=bool), k=-1), ["excluded the diagonal"]),
         (np.ones((4, 4), dtype=bool), ["nothing is masked"]),
         (np.ones((4, 5), dtype=bool), ["expected shape (T, S) = (4, 4)"]),
-        (np.eye(4, dtype=bool), ["expected np.tril"]),
+        (np.eye(4, dtype=bool), ["expected query t to see positions"]),
     ],
 )
 def test_mask_recognises(wrong: NDArray[np.generic], words: list[str]) -> None:
     assert_not_yet(check_causal_mask(wrong, 4), *words)
 
 
-def test_mask_rectangular_mistakes() -> None:
-    right = causal_mask(2, 5)
-    assert_not_yet(check_causal_mask(~right, 2, 5), "inverted convention")
-    assert_not_yet(check_causal_mask(np.tril(np.ones((2, 5), dtype=bool)), 2, 5), "expected np.tril")
-    assert_not_yet(check_causal_mask(None, 2, 5), "no answer yet")
+RECTANGULAR_MISTAKES: list[tuple[NDArray[np.generic], list[str]]] = [
+    (np.tril(np.ones((T, S), dtype=bool)), ["top-left triangle", "offset", "LAST 3 of 5"]),
+    (~causal_mask(T, S), ["inverted convention", "True = may attend"]),
+    (np.triu(np.ones((T, S), dtype=bool), k=1), ["two things", "inverted convention", "offset"]),
+    (causal_mask(T, S).astype(float), ["right pattern", "dtype float64"]),
+    (np.tril(np.ones((T, S))), ["two things", "dtype float64", "offset"]),
+    (np.tril(np.ones((T, S), dtype=bool), k=S - T - 1), ["excluded the diagonal"]),
+    (np.ones((S, T), dtype=bool), ["expected shape (T, S) = (3, 5)", "rows are queries"]),
+    (np.ones((T, S), dtype=bool), ["nothing is masked"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), RECTANGULAR_MISTAKES)
+def test_mask_rectangular_mistakes(wrong: NDArray[np.generic], words: list[str]) -> None:
+    assert_not_yet(check_causal_mask(wrong, T, S), *words)
+
+
+def test_mask_rectangular_messages_differ() -> None:
+    messages([check_causal_mask(wrong, T, S) for wrong, _ in RECTANGULAR_MISTAKES])
+
+
+def test_mask_blank_and_other_dtypes() -> None:
+    assert_unanswered(check_causal_mask(None, T, S), "replace None with", "boolean", "(3, 5)")
+    assert_not_yet(check_causal_mask(np.eye(4, dtype=int), 4), "expected a boolean mask, got dtype int")
+    assert_not_yet(check_causal_mask(np.full((4, 4), "yes"), 4), "expected a boolean mask, got dtype <U3")
 
 
 # ---- output ---------------------------------------------------------------------------------
@@ -172,12 +283,12 @@ def test_output_correct(qkv: tuple[Floats, Floats, Floats]) -> None:
 @pytest.mark.parametrize(
     ("wrong", "words"),
     [
-        (lambda q, k, v, m: attention(q, k, v, m)[1], ["attention weights", "weights @ v"]),
+        (lambda q, k, v, m: attention(q, k, v, m)[1], ["attention weights"]),
         (lambda q, k, v, m: _naive(q, k, v, m, 1.0), ["forgot the scale"]),
         (lambda q, k, v, m: _naive(q, k, v, m, d), ["1/d instead of 1/sqrt(d)"]),
         (lambda q, k, v, m: _naive(q, k, v, None, math.sqrt(d)), ["mask was not applied"]),
         (lambda q, k, v, m: _naive(q, k, v, m, math.sqrt(d), axis=0), ["query axis"]),
-        (lambda q, k, v, m: v[:T], ["expected softmax(q @ k.T / sqrt(d), axis=-1) @ v"]),
+        (lambda q, k, v, m: v[:T], ["expected shape (T, d_v) = (3, 2)"]),
     ],
 )
 def test_output_recognises(
@@ -199,9 +310,8 @@ def test_output_nan_from_inverted_causal_mask(qkv: tuple[Floats, Floats, Floats]
 
 def test_output_inverted_padding_mask(qkv: tuple[Floats, Floats, Floats]) -> None:
     q, k, v = qkv
-    allowed = np.array([True, True, False, True, False])  # a padding mask, broadcast over queries
-    wrong = _naive(q, k, v, ~allowed, math.sqrt(d))
-    assert_not_yet(check_output(wrong, q, k, v, allowed), "inverted mask")
+    wrong = _naive(q, k, v, ~KEEP, math.sqrt(d))
+    assert_not_yet(check_output(wrong, q, k, v, KEEP), "inverted mask")
 
 
 def test_output_transposed_weights() -> None:
@@ -211,21 +321,169 @@ def test_output_transposed_weights() -> None:
     assert_not_yet(check_output(weights.T @ v, q, k, v), "weights.T @ v")
 
 
-def test_output_accepts_torch_tensor(qkv: tuple[Floats, Floats, Floats]) -> None:
-    torch = pytest.importorskip("torch")
+def test_output_accepts_torch_tensor_and_blank(qkv: tuple[Floats, Floats, Floats]) -> None:
     q, k, v = qkv
+    assert_unanswered(check_output(None, q, k, v), "replace None with", "(3, 2)")
+    torch = pytest.importorskip("torch")
     out = torch.from_numpy(attention(q, k, v)[0]).float()
     assert check_output(out, q, k, v).ok
 
 
-def test_mask_other_dtypes() -> None:
-    assert_not_yet(check_causal_mask(np.eye(4, dtype=int), 4), "expected a boolean mask, got dtype int")
-    assert_not_yet(check_causal_mask(np.full((4, 4), "yes"), 4), "expected a boolean mask, got dtype <U3")
+# ---- the attention function ----------------------------------------------------------------
 
 
-def test_every_checker_handles_a_missing_answer(qkv: tuple[Floats, Floats, Floats]) -> None:
+def blank(q: Floats, k: Floats, v: Floats) -> Any:
+    """q (T, d), k (S, d), v (S, d_v) -> (output (T, d_v), weights (T, S))."""
+    ...
+
+
+def right(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:
+    weights = softmax(q @ k.T / math.sqrt(q.shape[-1]), axis=-1)
+    return weights @ v, weights
+
+
+def right_torch(q: Floats, k: Floats, v: Floats) -> Any:
+    torch = pytest.importorskip("torch")
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    weights = torch.softmax(tq @ tk.T / math.sqrt(tq.shape[-1]), dim=-1)
+    return weights @ tv, weights
+
+
+def _variant(scale: Callable[[Floats, Floats], float] = lambda q, k: math.sqrt(q.shape[-1]), axis: int = -1,
+             transposed: bool = False) -> Callable[[Floats, Floats, Floats], tuple[Any, Any]]:
+    def attention_with_a_bug(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:
+        raw = k @ q.T if transposed else q @ k.T
+        weights = softmax(raw / scale(q, k), axis=axis)
+        return weights @ v, weights
+
+    return attention_with_a_bug
+
+
+def _weights(q: Floats, k: Floats) -> Any:
+    return softmax(q @ k.T / math.sqrt(q.shape[-1]), axis=-1)
+
+
+ATTENTION_MISTAKES: list[tuple[Callable[..., Any], list[str]]] = [
+    (_variant(scale=lambda q, k: 1.0), ["no scale"]),
+    (_variant(scale=lambda q, k: q.shape[-1]), ["divided the scores by d = 4"]),
+    (_variant(scale=lambda q, k: math.sqrt(k.shape[0])), ["sqrt(S)"]),
+    (_variant(axis=0), ["query axis"]),
+    (_variant(transposed=True), ["k @ q.T", "row per query"]),
+    (_variant(scale=lambda q, k: 2.0), ["right for T = S = 5", "not for T = 2, S = 6", "Read sizes from the"]),
+    (lambda q, k, v: (_weights(q, k), _weights(q, k)), ["not applied to v"]),
+    (lambda q, k, v: (_weights(q, k).T @ v, _weights(q, k)), ["weights.T @ v"]),
+    (lambda q, k, v: (q @ k.T / math.sqrt(q.shape[-1]) @ v, _weights(q, k)), ["with the scores"]),
+    (lambda q, k, v: (v, _weights(q, k)), ["v itself"]),
+    (lambda q, k, v: (_weights(q, k), _weights(q, k) @ v), ["returned (weights, output)"]),
+    (lambda q, k, v: _weights(q, k) @ v, ["right output", "pair"]),
+    (lambda q, k, v: _weights(q, k), ["not a single value"]),
+    (lambda q, k, v: (_weights(q, k) @ v, _weights(q, k), q), ["3 items"]),
+    (lambda q, k, v: ("output", _weights(q, k)), ["two arrays"]),
+    (lambda q, k, v: q[0, 10], ["raised IndexError"]),
+    (lambda q, k, v: {"forgot": _weights(q, k)}.clear(), ["returned None", "return"]),
+    (lambda q, k, v: attention(q, k, v), ["finished attention", "write the three steps"]),
+    (lambda q, k, v: (v[: q.shape[0]], _weights(q, k)) if q.shape[0] == 2 else right(q, k, v),
+     ["right for T = S = 5", "weights right, output wrong"]),
+]
+
+
+def test_attention_function_correct() -> None:
+    verdict = check_attention_function(right)
+    assert verdict.ok and repr(verdict).startswith("[attention function] correct: ")
+    assert check_attention_function(right_torch).ok
+
+
+def test_attention_function_blank() -> None:
+    assert_unanswered(check_attention_function(blank), "write the body", "(output, weights)")
+    assert_unanswered(check_attention_function(None), "write the body")
+
+
+@pytest.mark.parametrize(("wrong", "words"), ATTENTION_MISTAKES)
+def test_attention_function_recognises(wrong: Callable[..., Any], words: list[str]) -> None:
+    assert_not_yet(check_attention_function(wrong), *words)
+
+
+def test_attention_function_messages_differ() -> None:
+    messages([check_attention_function(wrong) for wrong, _ in ATTENTION_MISTAKES])
+
+
+def test_attention_function_borrowed_through_the_module() -> None:
+    verdict = check_attention_function(lambda q, k, v: mha_numpy.attention(q, k, v))
+    assert_not_yet(verdict, "finished attention")
+
+
+def test_attention_function_not_a_function() -> None:
+    assert_not_yet(check_attention_function("attention"), "expected a function")
+    assert_not_yet(check_attention_function(3), "expected a function")
+
+
+# ---- cross-attention ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def streams() -> tuple[Floats, Floats, Floats, Floats, Floats]:
+    rng = np.random.default_rng(4)
+    w_q, w_k, w_v = (rng.normal(size=(4, 4)) / 2 for _ in range(3))
+    return rng.normal(size=(5, 4)), rng.normal(size=(3, 4)), w_q, w_k, w_v
+
+
+def test_cross_attention_correct(streams: tuple[Floats, ...]) -> None:
+    asking, read, w_q, w_k, w_v = streams
+    right_answer = attention(asking @ w_q, read @ w_k, read @ w_v)[0]
+    verdict = check_cross_attention(right_answer, *streams)
+    assert verdict.ok and "(5, 4)" in verdict.message
+    torch = pytest.importorskip("torch")
+    assert check_cross_attention(torch.from_numpy(right_answer).float(), *streams).ok
+
+
+CROSS_MISTAKES: list[tuple[Callable[..., Any], list[str]]] = [
+    (lambda a, r, wq, wk, wv: attention(r @ wq, a @ wk, a @ wv)[0], ["other direction"]),
+    (lambda a, r, wq, wk, wv: attention(a @ wq, a @ wk, a @ wv)[0], ["self-attention of the asking stream"]),
+    (lambda a, r, wq, wk, wv: attention(r @ wq, r @ wk, r @ wv)[0], ["self-attention of the stream being read"]),
+    (lambda a, r, wq, wk, wv: attention(a, r, r)[0], ["skipped the projections"]),
+    (lambda a, r, wq, wk, wv: attention(a @ wq, r @ wk, r @ wv)[1], ["attention weights"]),
+    (lambda a, r, wq, wk, wv: attention(a @ wq, r @ wq, r @ wv)[0], ["right shape, other values"]),
+    (lambda a, r, wq, wk, wv: np.zeros((2, 2)), ["one row per query", "(2, 2)"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), CROSS_MISTAKES)
+def test_cross_attention_recognises(
+    streams: tuple[Floats, ...], wrong: Callable[..., Any], words: list[str]
+) -> None:
+    assert_not_yet(check_cross_attention(wrong(*streams), *streams), *words)
+
+
+def test_cross_attention_blank_and_messages(streams: tuple[Floats, ...]) -> None:
+    assert_unanswered(check_cross_attention(None, *streams), "replace None with", "one row per query")
+    messages([check_cross_attention(wrong(*streams), *streams) for wrong, _ in CROSS_MISTAKES])
+
+
+# ---- no checker raises on a learner's answer --------------------------------------------------
+
+
+def odd_answers() -> list[Any]:
+    return [
+        None, "text", 3, 2.5, True, [], [[1, 2], [3]], {"a": 1}, {1, 2}, np.array([object()]),
+        np.full((3, 5), np.nan), np.ones((3, 5), dtype=complex), np.ones((3, 5), dtype=bool), np.ones((9, 9)),
+        lambda q, k, v: 1 / 0, blank,
+    ]
+
+
+def test_every_checker_survives_odd_answers(qkv: tuple[Floats, Floats, Floats],
+                                            streams: tuple[Floats, ...]) -> None:
     q, k, v = qkv
-    assert_not_yet(check_scores(None, q, k), "no answer yet")
-    assert_not_yet(check_weights(None, q @ k.T), "no answer yet")
-    assert_not_yet(check_causal_mask(None, 4), "no answer yet")
-    assert_not_yet(check_output(None, q, k, v), "no answer yet", "weights @ v")
+    checkers: list[Callable[[Any], Verdict]] = [
+        lambda a: check_scores(a, q, k),
+        lambda a: check_weights(a, q @ k.T, KEEP),
+        lambda a: check_causal_mask(a, T, S),
+        lambda a: check_output(a, q, k, v, causal_mask(T, S)),
+        check_attention_function,
+        lambda a: check_cross_attention(a, *streams),
+    ]
+    for checker in checkers:
+        for answer in odd_answers():
+            verdict = checker(answer)
+            assert isinstance(verdict, Verdict) and not verdict.ok, (answer, verdict)
+            blank_function = answer is blank and checker is check_attention_function
+            assert verdict.answered == (answer is not None and not blank_function), (answer, verdict)

@@ -10,22 +10,49 @@ import pytest
 from numpy.typing import NDArray
 
 from lessons_lib import mha_numpy
+from lessons_lib.checks import Verdict
 from lessons_lib.checks.splitting_into_heads import (
     SPLIT_CASES,
     check_head_reads,
     check_head_width,
+    check_merge,
     check_split,
+    check_view_merge,
     describe_label,
+    known_wrong_merges,
     known_wrong_splits,
     labelled_input,
 )
 
 Array = NDArray[np.float64]
 
+# What a "not yet" message must never contain: the code of a right answer.
+SOLUTION_CODE = ("transpose(0, 2, 1, 3)", "transpose(1, 2)", "reshape(B, T, h, d_h)", "contiguous()", "h * d_h")
+
 
 def split_reference(x: Array, heads: int) -> Array:
     B, T, D = x.shape
     return x.reshape(B, T, heads, D // heads).transpose(0, 2, 1, 3)
+
+
+def merge_reference(heads_out: Array) -> Array:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).reshape(B, T, h * d_h)
+
+
+def assert_not_yet(verdict: Verdict, phrase: str, *secrets: str) -> None:
+    """A diagnosed wrong answer: "not yet", the expected phrase, and none of the solution."""
+    assert not verdict.ok and verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] not yet:"), verdict
+    assert phrase in verdict.message, verdict
+    for secret in (*SOLUTION_CODE, *secrets):
+        assert secret not in verdict.message, f"{secret!r} gives the answer away: {verdict}"
+
+
+def assert_unanswered(verdict: Verdict, phrase: str) -> None:
+    assert not verdict.ok and not verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{verdict.question}] not answered yet:"), verdict
+    assert phrase in verdict.message, verdict
 
 
 # --- labels --------------------------------------------------------------------------------
@@ -60,9 +87,8 @@ def test_labelled_input_rejects_sizes_that_would_overlap() -> None:
 # --- check_split ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fn", [split_reference, mha_numpy.split_heads], ids=["inline", "library"])
-def test_check_split_accepts_a_correct_split(fn: Any) -> None:
-    verdict = check_split(fn)
+def test_check_split_accepts_a_correct_split() -> None:
+    verdict = check_split(split_reference)
     assert verdict.ok, verdict
     assert repr(verdict).startswith("[split] correct:")
 
@@ -93,7 +119,7 @@ WRONG_SPLITS = {
     ),
     "missing transpose": (
         lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h),
-        "transpose is missing",
+        "the head axis is still behind the token axis",
     ),
     "interleaved features": (
         lambda x, h: x.reshape(x.shape[0], x.shape[1], x.shape[2] // h, h).transpose(0, 3, 1, 2),
@@ -114,19 +140,47 @@ WRONG_SPLITS = {
 def test_check_split_names_each_known_mistake(mistake: str) -> None:
     fn, phrase = WRONG_SPLITS[mistake]
     verdict = check_split(fn)
-    assert not verdict.ok
     assert verdict.message.startswith(mistake + ":"), verdict
-    assert phrase in verdict.message, verdict
-    assert repr(verdict).startswith("[split] not yet:")
+    assert_not_yet(verdict, phrase)
+
+
+def blank_split(x: Array, heads: int) -> Any:
+    """A blank exercise: the docstring and ``...`` only."""
+    ...
+
+
+@pytest.mark.parametrize("fn", [None, blank_split], ids=["None", "blank body"])
+def test_check_split_says_not_answered_yet_for_a_blank_function(fn: Any) -> None:
+    assert_unanswered(check_split(fn), "return the (B, h, T, d_h) array")
+
+
+def test_check_split_wants_the_split_written_out() -> None:
+    def calls_the_library(x: Array, heads: int) -> Any:
+        return mha_numpy.split_heads(x, heads)
+
+    assert_not_yet(check_split(calls_the_library), "calls split_heads")
+    assert_not_yet(check_split(mha_numpy.split_heads), "calls split_heads")
+
+
+@pytest.mark.parametrize(
+    ("fn", "phrase"),
+    [
+        (42, "expected a function, got int 42"),
+        (lambda x, h: f"{h} heads", "expected an array of numbers, got str '2 heads'"),
+        (lambda x, h: [[h], [h, h]], "expected an array of numbers"),
+        (lambda x, h: print(end=""), "returned None: is a `return` missing?"),
+    ],
+    ids=["not a function", "a string", "a ragged list", "no return"],
+)
+def test_check_split_never_raises_on_odd_answers(fn: Any, phrase: str) -> None:
+    assert_not_yet(check_split(fn), phrase)
 
 
 def test_check_split_reports_an_exception() -> None:
     def broken(x: Array, heads: int) -> Array:
         raise IndexError("tuple index out of range")
 
-    verdict = check_split(broken)
-    assert not verdict.ok
-    assert "raised IndexError: tuple index out of range" in verdict.message
+    assert_not_yet(check_split(broken), "raised IndexError: tuple index out of range")
 
 
 def test_check_split_reports_an_unknown_wrong_shape() -> None:
@@ -178,9 +232,13 @@ def test_check_head_width_accepts_128(answer: Any) -> None:
     ],
 )
 def test_check_head_width_explains_wrong_numbers(answer: Any, phrase: str) -> None:
-    verdict = check_head_width(answer)
-    assert not verdict.ok
-    assert phrase in verdict.message, verdict
+    assert_not_yet(check_head_width(answer), phrase, "128", "D / h", "D // h")
+
+
+def test_check_head_width_hint_says_what_to_write_not_the_answer() -> None:
+    verdict = check_head_width(None)
+    assert_unanswered(verdict, "one number")
+    assert "128" not in verdict.message and "/" not in verdict.message, verdict
 
 
 @pytest.mark.parametrize(
@@ -188,14 +246,14 @@ def test_check_head_width_explains_wrong_numbers(answer: Any, phrase: str) -> No
     [
         ("128", "expected one number, got str '128'"),
         (True, "expected one number, got the boolean True"),
-        (None, "no answer yet: replace None with"),
+        (None, "not answered yet: replace None with"),
         ([128, 128], "expected one number, got list [128, 128]"),
     ],
 )
 def test_check_head_width_asks_for_one_number(answer: Any, phrase: str) -> None:
     verdict = check_head_width(answer)
     assert not verdict.ok
-    assert phrase in verdict.message, verdict
+    assert phrase in repr(verdict), verdict
 
 
 # --- check_head_reads ----------------------------------------------------------------------
@@ -214,22 +272,197 @@ def test_check_head_reads_accepts_the_right_answer(inputs: Any, columns: Any) ->
     ("inputs", "columns", "phrase"),
     [
         ([4, 5, 6, 7], [4, 5, 6, 7], "we do not cut the input into groups"),
-        ([0, 1], [4, 5, 6, 7], "every input feature"),
+        ([0, 1], [4, 5, 6, 7], "which rows of W_q that product uses"),
         (range(8), [1, 3, 5, 7], "interleaved columns"),
-        (range(8), [0, 1, 2, 3], "that is the block of head 0"),
+        (range(8), [0, 1, 2, 3], "that is the block of head 0, not of head 1"),
         (range(8), range(8), "all 8 columns together belong to all heads"),
-        (range(8), [4, 5], "head i owns the d_h=4 consecutive columns"),
+        (range(8), [4, 5], "a head owns d_h=4 consecutive columns"),
         (range(8), [4.0, 5.0, 6.0, 7.0], "weight_columns: expected a list of integer indices"),
         ("all", [4, 5, 6, 7], "input_features: expected a list of integer indices"),
     ],
 )
 def test_check_head_reads_explains_each_mistake(inputs: Any, columns: Any, phrase: str) -> None:
-    verdict = check_head_reads(inputs, columns)
-    assert not verdict.ok
-    assert phrase in verdict.message, verdict
+    assert_not_yet(check_head_reads(inputs, columns), phrase, "[4, 5, 6, 7]", "4..7", "range(4, 8)")
+
+
+def test_check_head_reads_says_not_answered_yet_when_both_are_none() -> None:
+    verdict = check_head_reads(None, None)
+    assert_unanswered(verdict, "replace None with a list of integer indices in both answers")
+    assert "4" not in verdict.message and "8" not in verdict.message, verdict
+
+
+def test_check_head_reads_judges_the_half_that_is_answered() -> None:
+    verdict = check_head_reads(range(8), None)
+    assert_not_yet(verdict, "weight_columns: replace None with a list of integer indices")
+    assert "input_features" not in verdict.message
+    assert_not_yet(check_head_reads(None, [1, 3, 5, 7]), "interleaved columns")
 
 
 def test_check_head_reads_reports_both_mistakes_at_once() -> None:
     verdict = check_head_reads([4, 5, 6, 7], [1, 3, 5, 7])
     assert not verdict.ok
     assert "cut the input" in verdict.message and "interleaved" in verdict.message
+
+
+# --- check_merge ---------------------------------------------------------------------------
+
+
+def test_check_merge_accepts_a_correct_merge() -> None:
+    verdict = check_merge(merge_reference)
+    assert verdict.ok, verdict
+    assert repr(verdict).startswith("[merge] correct:")
+
+
+def test_check_merge_accepts_a_torch_result() -> None:
+    torch = pytest.importorskip("torch")
+
+    def torch_merge(heads_out: Array) -> Any:
+        B, h, T, d_h = heads_out.shape
+        return torch.from_numpy(heads_out).transpose(1, 2).reshape(B, T, h * d_h)
+
+    assert check_merge(torch_merge).ok
+
+
+def test_every_known_wrong_merge_differs_from_the_right_one() -> None:
+    for B, T, D, heads in SPLIT_CASES:
+        heads_out = np.ascontiguousarray(split_reference(labelled_input(B, T, D), heads))
+        right = merge_reference(heads_out)
+        for name, (wrong, _) in known_wrong_merges(heads_out).items():
+            same = wrong.shape == right.shape and np.array_equal(wrong, right)
+            assert not same, f"{name} equals the right merge for {(B, T, D, heads)}"
+
+
+def _sizes(a: Array) -> tuple[int, int, int, int]:
+    B, h, T, d_h = a.shape
+    return B, h, T, d_h
+
+
+WRONG_MERGES = {
+    "direct reshape": (
+        lambda a: a.reshape(a.shape[0], a.shape[2], a.shape[1] * a.shape[3]),
+        "in memory all of head 0 comes first",
+    ),
+    "interleaved features": (
+        lambda a: a.transpose(0, 2, 3, 1).reshape(a.shape[0], a.shape[2], -1),
+        "the features of the heads alternate",
+    ),
+    "missing reshape": (lambda a: a.transpose(0, 2, 1, 3), "not yet joined into one axis of width D"),
+    "heads averaged": (lambda a: a.mean(axis=1), "you averaged the heads"),
+    "heads summed": (lambda a: a.sum(axis=1), "you summed the heads"),
+    "heads glued along the tokens": (
+        lambda a: np.concatenate(list(a.transpose(1, 0, 2, 3)), axis=1),
+        "one after another along the token axis",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(WRONG_MERGES))
+def test_check_merge_names_each_known_mistake(mistake: str) -> None:
+    fn, phrase = WRONG_MERGES[mistake]
+    verdict = check_merge(fn)
+    assert verdict.message.startswith(mistake + ":"), verdict
+    assert_not_yet(verdict, phrase)
+
+
+def blank_merge(heads_out: Array) -> Any:
+    """A blank exercise."""
+    ...
+
+
+@pytest.mark.parametrize("fn", [None, blank_merge], ids=["None", "blank body"])
+def test_check_merge_says_not_answered_yet_for_a_blank_function(fn: Any) -> None:
+    assert_unanswered(check_merge(fn), "return the (B, T, D) array")
+
+
+@pytest.mark.parametrize(
+    ("fn", "phrase"),
+    [
+        ("merge", "expected a function, got str 'merge'"),
+        (lambda a: 1 / 0, "raised ZeroDivisionError"),
+        (lambda a: {"a": 1}, "expected an array of numbers"),
+        (lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), "(B, h, T, d_h) = (1, 3, 5, 4) your function raised"),
+        (lambda a: _sizes(a) and a[:, 0], "expected shape (B, T, D) = (2, 3, 8) but got (2, 3, 4)"),
+        (lambda a: 2 * merge_reference(a), "different numbers from the input"),
+        (lambda a: merge_reference(a)[:, ::-1], "at [b=0, t=0, f=0] expected batch 0, token 0, feature 0 but found "
+                                                "batch 0, token 2, feature 0"),
+        (lambda a: mha_numpy.merge_heads(a), "calls merge_heads"),
+    ],
+    ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "scaled", "tokens reversed", "library"],
+)
+def test_check_merge_explains_other_wrong_answers(fn: Any, phrase: str) -> None:
+    assert_not_yet(check_merge(fn), phrase)
+
+
+# --- check_view_merge ----------------------------------------------------------------------
+
+def torch_like(dtype_name: str = "float64") -> Any:
+    torch = pytest.importorskip("torch")
+    return torch.zeros(1, dtype=getattr(torch, dtype_name))
+
+
+def right_view_merge(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).contiguous().view(B, T, h * d_h)
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+def test_check_view_merge_accepts_contiguous_then_view(dtype_name: str) -> None:
+    verdict = check_view_merge(right_view_merge, torch_like(dtype_name))
+    assert verdict.ok, verdict
+    assert repr(verdict).startswith("[view merge] correct:")
+
+
+def test_check_view_merge_explains_a_view_of_the_transposed_tensor() -> None:
+    def view_too_early(heads_out: Any) -> Any:
+        B, h, T, d_h = heads_out.shape
+        return heads_out.transpose(1, 2).view(B, T, h * d_h)
+
+    assert_not_yet(check_view_merge(view_too_early, torch_like()), ".view refused the transposed tensor")
+
+
+def test_check_view_merge_wants_view_not_reshape() -> None:
+    def with_reshape(heads_out: Any) -> Any:
+        B, h, T, d_h = heads_out.shape
+        return heads_out.transpose(1, 2).reshape(B, T, h * d_h)
+
+    verdict = check_view_merge(with_reshape, torch_like())
+    assert_not_yet(verdict, "the question asks for .view and your code never calls it")
+
+
+@pytest.mark.parametrize(
+    ("fn", "mistake"),
+    [
+        (lambda t: t.view(t.shape[0], t.shape[2], -1), "direct reshape"),
+        (lambda t: t.permute(0, 2, 3, 1).contiguous().view(t.shape[0], t.shape[2], -1), "interleaved features"),
+        (lambda t: t.transpose(1, 2).contiguous(), "missing reshape"),
+        (lambda t: t.mean(1), "heads averaged"),
+    ],
+    ids=["view without transpose", "interleaved", "no view", "averaged"],
+)
+def test_check_view_merge_names_the_merge_mistakes(fn: Any, mistake: str) -> None:
+    verdict = check_view_merge(fn, torch_like())
+    assert verdict.message.startswith(mistake + ":"), verdict
+    assert_not_yet(verdict, mistake)
+
+
+def blank_view_merge(heads_out: Any) -> Any:
+    """A blank exercise."""
+    ...
+
+
+@pytest.mark.parametrize("fn", [None, blank_view_merge], ids=["None", "blank body"])
+def test_check_view_merge_says_not_answered_yet_for_a_blank_function(fn: Any) -> None:
+    assert_unanswered(check_view_merge(fn, torch_like()), "return the (B, T, D) tensor")
+
+
+@pytest.mark.parametrize(
+    ("fn", "phrase"),
+    [(3.5, "expected a function, got float 3.5"), (lambda t: t.numpy_missing(), "raised AttributeError")],
+)
+def test_check_view_merge_never_raises_on_odd_answers(fn: Any, phrase: str) -> None:
+    assert_not_yet(check_view_merge(fn, torch_like()), phrase)
+
+
+def test_check_view_merge_needs_a_torch_tensor_to_make_its_inputs() -> None:
+    with pytest.raises(TypeError, match="like must be a torch tensor"):
+        check_view_merge(right_view_merge, np.zeros(1))

@@ -181,7 +181,65 @@ def library_import_problems(nb: Notebook) -> list[str]:
     return problems
 
 
+def tags(cell: dict[str, Any]) -> list[str]:
+    found: list[str] = cell.get("metadata", {}).get("tags", [])
+    return found
+
+
+def all_output_text(cell: dict[str, Any]) -> str:
+    return "\n".join(text for output in cell.get("outputs", []) for text in output_texts(output))
+
+
+MINUTES = re.compile(r"\b\d+(\s*-\s*\d+)?\s*min", re.IGNORECASE)
+
+
+def exercise_problems(nb: Notebook) -> list[str]:
+    """Every "Your turn" exercise is: a markdown prompt saying how long it takes, a blank code cell
+    tagged ``exercise``, a cell tagged ``check`` that reports "not answered yet", and a collapsed
+    cell tagged ``solution`` whose checker reports "correct". 4 to 6 of them per lesson."""
+    cells = nb["cells"]
+    problems = []
+    starts = [i for i, cell in enumerate(cells) if "exercise" in tags(cell)]
+    if not 4 <= len(starts) <= 6:
+        problems.append(f"{len(starts)} cells tagged 'exercise'; a lesson has 4 to 6")
+    for number, i in enumerate(starts, 1):
+        where = f"exercise {number} (cell {i})"
+        if cells[i]["cell_type"] != "code" or not re.search(r"\bNone\b|^\s*\.\.\.\s*$", source(cells[i]), re.MULTILINE):
+            problems.append(f"{where}: must be a code cell left blank (answer = None, or a body of ...)")
+        prompt = next((c for c in reversed(cells[:i]) if c["cell_type"] == "markdown"), None)
+        if prompt is None or not MINUTES.search(source(prompt)):
+            problems.append(f"{where}: the markdown before it must say roughly how long it takes ('about 5 min')")
+        following = cells[i + 1 : i + 3]
+        if len(following) < 2 or "check" not in tags(following[0]) or "solution" not in tags(following[1]):
+            problems.append(f"{where}: must be followed by a cell tagged 'check', then one tagged 'solution'")
+            continue
+        check, solution = following
+        check_text, solution_text = all_output_text(check), all_output_text(solution)
+        if "not answered yet" not in check_text or "] correct" in check_text or "] not yet" in check_text:
+            problems.append(f"{where}: its check cell must report only 'not answered yet', got {check_text[:120]!r}")
+        if "] correct" not in solution_text or "not yet" in solution_text:
+            problems.append(f"{where}: its solution cell must report 'correct', got {solution_text[:120]!r}")
+        if not solution.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            problems.append(f"{where}: the solution cell must be collapsed (metadata jupyter.source_hidden = true)")
+    return problems
+
+
+def predict_problems(nb: Notebook) -> list[str]:
+    """At least three "**Predict:**" prompts, each right before the code cell that reveals it."""
+    cells = nb["cells"]
+    prompts = [i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown" and "**Predict:**" in source(cell)]
+    problems = [] if len(prompts) >= 3 else [f"{len(prompts)} '**Predict:**' prompts; a lesson asks at least 3"]
+    problems += [
+        f"cell {i}: a Predict prompt must come right before the code cell that reveals the answer"
+        for i in prompts
+        if i + 1 >= len(cells) or cells[i + 1]["cell_type"] != "code"
+    ]
+    return problems
+
+
 CHECKS: dict[str, Callable[[Notebook], list[str]]] = {
+    "exercises": exercise_problems,
+    "predictions": predict_problems,
     "one_library_import_style": library_import_problems,
     "kernelspec": kernelspec_problems,
     "execution_counts": execution_count_problems,
@@ -234,6 +292,19 @@ def stream(text: str, name: str = "stdout") -> dict[str, Any]:
     return {"output_type": "stream", "name": name, "text": text}
 
 
+def exercise(number: int, count: int) -> list[dict[str, Any]]:
+    """One well-formed exercise: prompt, blank cell, check (not answered yet), collapsed solution."""
+    text = f"answer_{number} = 2\nprint(check(answer_{number}))"
+    solution = code(text, count + 2, [stream("[q] correct: 2\n")], ["solution"])
+    solution["metadata"]["jupyter"] = {"source_hidden": True}
+    return [
+        markdown(f"**Your turn {number}** (about 5 min): what is 1 + 1?"),
+        code(f"answer_{number} = None", count, tags=["exercise"]),
+        code(f"print(check(answer_{number}))", count + 1, [stream("[q] not answered yet: replace None\n")], ["check"]),
+        solution,
+    ]
+
+
 def clean_notebook() -> Notebook:
     return {
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
@@ -243,6 +314,8 @@ def clean_notebook() -> Notebook:
             code("# NBVAL_IGNORE_OUTPUT: live widget; the next cell drives it\nw", 2, tags=["nbval-ignore-output"]),
             markdown("## Quick check"),
             code("from lessons_lib import mha_numpy\nfrom lessons_lib.checks import one_head\nx = 10", 3),
+            *[cell for n in range(4) for cell in [markdown("**Predict:** what prints?"), code("print(0)", 4 + n)]],
+            *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n)],
             markdown("## What comes next\n\nLesson 02."),
         ],
     }
@@ -310,6 +383,49 @@ def code_first(nb: Notebook) -> None:
     nb["cells"].insert(0, code("import numpy", None))
 
 
+def exercise_cells(nb: Notebook) -> list[int]:
+    return [i for i, cell in enumerate(nb["cells"]) if "exercise" in cell.get("metadata", {}).get("tags", [])]
+
+
+def drop_an_exercise(nb: Notebook) -> None:
+    first = exercise_cells(nb)[0]
+    del nb["cells"][first - 1 : first + 3]
+
+
+def fill_an_exercise(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0]]["source"] = "answer_1 = 2"
+
+
+def no_minutes(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] - 1]["source"] = "**Your turn 1**: what is 1 + 1?"
+
+
+def expanded_solution(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] + 2]["metadata"].pop("jupyter")
+
+
+def check_says_correct(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] + 1]["outputs"] = [stream("[q] correct: 2\n")]
+
+
+def solution_says_not_yet(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] + 2]["outputs"] = [stream("[q] not yet: 3 is not 2\n")]
+
+
+def drop_a_check_cell(nb: Notebook) -> None:
+    del nb["cells"][exercise_cells(nb)[0] + 1]
+
+
+def two_predictions(nb: Notebook) -> None:
+    prompts = [i for i, c in enumerate(nb["cells"]) if "**Predict:**" in source(c)]
+    for i in prompts[2:]:
+        nb["cells"][i]["source"] = "What prints?"
+
+
+def prediction_at_the_end(nb: Notebook) -> None:
+    nb["cells"].append(markdown("**Predict:** what comes next?"))
+
+
 def drop_quick_check(nb: Notebook) -> None:
     nb["cells"][3]["source"] = "Some questions."
 
@@ -331,6 +447,15 @@ def import_dotted(nb: Notebook) -> None:
 
 
 BROKEN = [
+    ("exercises", drop_an_exercise),
+    ("exercises", fill_an_exercise),
+    ("exercises", no_minutes),
+    ("exercises", expanded_solution),
+    ("exercises", check_says_correct),
+    ("exercises", solution_says_not_yet),
+    ("exercises", drop_a_check_cell),
+    ("predictions", two_predictions),
+    ("predictions", prediction_at_the_end),
     ("one_library_import_style", import_a_name),
     ("one_library_import_style", import_an_alias),
     ("one_library_import_style", import_internal),

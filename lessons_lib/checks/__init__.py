@@ -17,9 +17,10 @@ Only NumPy is imported; torch tensors are accepted too and converted with `as_nu
 
 from __future__ import annotations
 
+import dis
 import numbers
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,14 +35,17 @@ __all__ = [
     "as_numpy",
     "failed",
     "first_match",
+    "function_answer",
     "int_answer",
     "int_array_answer",
+    "is_blank",
     "mask_answer",
     "number_answer",
     "passed",
     "reference_array",
     "reference_mask",
     "same",
+    "unanswered",
 ]
 
 Floats = NDArray[np.float64]
@@ -61,12 +65,13 @@ class Verdict:
     question: str
     ok: bool
     message: str
+    answered: bool = True  # False: the exercise is still blank (None, or a body of ``...``)
 
     def __bool__(self) -> bool:
         return self.ok
 
     def __repr__(self) -> str:
-        mark = "correct" if self.ok else "not yet"
+        mark = "correct" if self.ok else "not yet" if self.answered else "not answered yet"
         return f"[{self.question}] {mark}: {self.message}"
 
     __str__ = __repr__
@@ -78,6 +83,41 @@ def passed(question: str, message: str) -> Verdict:
 
 def failed(question: str, message: str) -> Verdict:
     return Verdict(question, False, message)
+
+
+def unanswered(question: str, hint: str) -> Verdict:
+    """The verdict for a blank exercise: says what to write, never what the answer is."""
+    return Verdict(question, False, hint, answered=False)
+
+
+def is_blank(function: Callable[..., Any]) -> bool:
+    """True for a function whose body is only ``...`` or ``pass`` (maybe after a docstring)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return False
+    steps = [i for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    names = [step.opname for step in steps]
+    returns_none = steps[0].argval is None  # `return 5` is an answer, not a blank
+    return not code.co_names and names in (["RETURN_CONST"], ["LOAD_CONST", "RETURN_VALUE"]) and returns_none
+
+
+def function_answer(question: str, function: Any, args: tuple[Any, ...], what: str) -> Any:
+    """Run the learner's ``function(*args)``; its result, or a `Verdict` if there is none to judge.
+
+    Never raises: a blank body is "not answered yet" (``what`` says what to write), an exception
+    or a missing ``return`` is a "not yet" that names it.
+    """
+    if function is None or (callable(function) and is_blank(function)):
+        return unanswered(question, f"write {what}")
+    if not callable(function):
+        return failed(question, f"expected a function, got {_describe(function)}")
+    try:
+        result = function(*args)
+    except Exception as error:  # the learner's code may raise anything: report it
+        return failed(question, f"your function raised {type(error).__name__}: {error}")
+    if result is None:
+        return failed(question, "your function returned None: is a `return` missing?")
+    return result
 
 
 def as_numpy(value: Any) -> NDArray[Any]:
@@ -130,7 +170,7 @@ def _float_array(value: Any) -> Floats | None:
 
 
 def _missing(question: str, what: str) -> Verdict:
-    return failed(question, f"no answer yet: replace None with {what}")
+    return unanswered(question, f"replace None with {what}")
 
 
 def array_answer(question: str, answer: Any, what: str) -> Floats | Verdict:

@@ -1,25 +1,26 @@
-"""Quick check of the lesson "Concatenate and project" (checkers in
-``lessons_lib.checks.concatenate_and_project``).
+"""Quick check of the lesson "Concatenate and project": one checker per exercise.
 
-Each checker compares a learner's answer with the right one and, when it is wrong, tries the
-mistakes this lesson warns about and names the one that matches:
+Each compares the learner's answer with the right one and, when it is wrong, names the mistake
+this lesson warns about that it equals; a "not yet" message never spells out the solution.
 
-- `check_merge`: merging ``(B, h, T, d_h) -> (B, T, D)``; recognises a direct reshape without the
-  transpose back, the features interleaved in ``(d_h, h)`` order, the heads averaged or summed
-  instead of concatenated, and a transpose without the reshape.
-- `check_linear_weight`: the tensor copied into ``nn.Linear.weight``; recognises the NumPy
-  ``(in, out)`` matrix copied without transposing.
-- `check_mha_mask`: the ``attn_mask`` for ``nn.MultiheadAttention``; recognises the inverted
-  convention (passing ``allowed`` itself, True = may attend), a transposed mask, and an inverted
-  additive (float) mask.
-- `check_combine`: the layer output from per-head outputs and ``W_o``; recognises averaging the
-  heads, forgetting ``W_o``, multiplying by ``W_o`` transposed, a wrong merge, and dividing by ``h``.
+- `check_merge` / `check_merge_function`: ``(B, h, T, d_h) -> (B, T, D)``, as an array or as a
+  function (tried on a second shape too); direct reshape, interleaved features, heads averaged,
+  summed, reversed, glued along the token axis, the reshape missing, shapes hard-coded.
+- `check_combine`: the layer output from per-head outputs and ``W_o``; averaging, ``W_o`` missing
+  or transposed, a direct-reshape merge, a 1/h factor.
+- `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``;
+  the copy without transposing, a bias.
+- `check_mha_mask`: the ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a transposed
+  mask, float masks (inverted additive, 0/1 numbers).
+- `check_fixed_forward`: the repaired broken layer; which bug remains (the direct-reshape split, the
+  unscaled scores), a wrong scale, a direct-reshape merge.
 
 Answers may be NumPy arrays or torch tensors; this module imports NumPy only.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
     mask_answer,
     passed,
     reference_array,
@@ -37,64 +39,129 @@ from lessons_lib.checks import (
     same,
 )
 
-__all__ = ["check_combine", "check_linear_weight", "check_merge", "check_mha_mask"]
+__all__ = [
+    "check_combine",
+    "check_fixed_forward",
+    "check_linear_from_numpy",
+    "check_linear_weight",
+    "check_merge",
+    "check_merge_function",
+    "check_mha_mask",
+]
+
+Floats = NDArray[np.float64]
 
 
-def _merge(heads_out: NDArray[np.float64]) -> NDArray[np.float64]:
+def _merge(heads_out: Floats) -> Floats:
     """The right merge: ``(B, h, T, d_h) -> (B, T, h, d_h) -> (B, T, D)``."""
     B, h, T, d_h = heads_out.shape
     return heads_out.transpose(0, 2, 1, 3).reshape(B, T, h * d_h)
 
 
-def check_merge(merged: Any, heads_out: Any) -> Verdict:
-    """Question "merge": ``heads_out (B, h, T, d_h)`` merged back to ``(B, T, D)``."""
-    question = "merge"
-    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
-    answer = array_answer(question, merged, "your merged (B, T, D) array")
+def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
+    answer = array_answer(question, merged, "your merged array, shape (B, T, D)")
     if isinstance(answer, Verdict):
         return answer
     B, h, T, d_h = heads.shape
     expected = _merge(heads)
     if same(answer, expected):
-        return passed(
-            question,
-            f"transpose to (B, T, h, d_h), then reshape to (B, T, D) = {expected.shape}: "
-            f"each token's row holds head 0's {d_h} features, then head 1's, and so on",
-        )
+        return passed(question, f"(B, T, D) = {expected.shape}: each row holds head 0's {d_h} features, then head 1's")
+    lost = f"shape {answer.shape} = (B, T, d_h) has lost the head axis, so nobody can tell which head said what"
     mistake = first_match(answer, [
-        (lambda: heads.mean(axis=1),
-         f"you averaged the heads: shape {answer.shape} = (B, T, d_h) has lost the head axis. "
-         f"Merging concatenates them, so every head keeps its own {d_h} features in (B, T, D)"),
-        (lambda: heads.sum(axis=1),
-         f"you summed the heads: shape {answer.shape} = (B, T, d_h) has lost the head axis. "
-         f"Merging concatenates them into (B, T, D)"),
+        (lambda: heads.mean(axis=1), f"you averaged the heads: {lost}. Merging keeps all D = {h * d_h} features"),
+        (lambda: heads.sum(axis=1), f"you summed the heads: {lost}. Merging keeps all D = {h * d_h} features"),
         (lambda: heads.transpose(0, 2, 1, 3),
-         f"the transpose is right, (B, T, h, d_h) = {answer.shape}, but the reshape to "
-         f"(B, T, D) = {expected.shape} is missing"),
+         f"the heads sit side by side in (B, T, h, d_h) = {answer.shape}, but they are not yet "
+         f"glued into one row of D features: the reshape to (B, T, D) is missing"),
         (lambda: heads.reshape(B, T, h * d_h),
-         "direct reshape without transposing back: reshaping (B, h, T, d_h) straight to "
-         "(B, T, D) gives the right shape, but each row then holds several tokens of one head. "
-         "Transpose to (B, T, h, d_h) first, then reshape"),
+         "direct reshape without transposing back: reshaping (B, h, T, d_h) straight to (B, T, D) "
+         "gives the right shape, but each row then holds several tokens of one head"),
         (lambda: heads.transpose(0, 2, 3, 1).reshape(B, T, h * d_h),
-         "the features are interleaved: you moved the head axis last, (B, T, d_h, h), before "
-         "the reshape. Use (B, T, h, d_h) so each head's features stay side by side"),
+         "the features are interleaved: you moved the head axis last, (B, T, d_h, h), before the "
+         "reshape, so the features of different heads alternate instead of staying in blocks"),
+        (lambda: _merge(heads[:, ::-1]), "the heads are in reverse order: head 0's features must come first"),
+        (lambda: heads.reshape(B, h * T, d_h),
+         f"you glued the heads along the token axis, shape (B, h*T, d_h) = {answer.shape}: "
+         f"the blocks belong side by side in each token's row of features"),
     ])
     if mistake is not None:
         return failed(question, mistake)
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
-    return failed(
-        question,
-        "the shape is right but the numbers are not a merge of heads_out: transpose (0, 2, 1, 3), "
-        "then reshape to (B, T, D)",
+    return failed(question, "the shape is right but the numbers are not a merge of heads_out into rows of h * d_h")
+
+
+def check_merge(merged: Any, heads_out: Any) -> Verdict:
+    """Question "merge": ``heads_out (B, h, T, d_h)`` merged back to ``(B, T, D)``."""
+    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
+    return _merge_verdict("merge", merged, heads)
+
+
+def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
+    """Question "merge by hand": ``merge(heads_out)`` on ``heads_out (B, h, T, d_h)``, then on another shape."""
+    question = "merge by hand"
+    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
+    other = np.random.default_rng(0).normal(size=(1, 3, 5, 2))  # B, h, T, d_h all unlike the lesson's
+    verdicts = []
+    for problem in (heads, other):
+        result = function_answer(question, merge, (problem.copy(),), "the body: return the merged (B, T, D) array")
+        verdicts.append(result if isinstance(result, Verdict) else _merge_verdict(question, result, problem))
+        if not verdicts[0]:
+            return verdicts[0]
+    if not verdicts[1]:
+        return failed(
+            question,
+            f"right for heads_out of shape {heads.shape}, but not for {other.shape} ({verdicts[1].message}). "
+            f"Read B, h, T, d_h from the argument's shape, not from the notebook's variables",
+        )
+    return verdicts[0]
+
+
+def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
+    """Question "layer output": from ``heads_out (B, h, T, d_h)`` and ``wo (D, D)`` (in, out)."""
+    question = "layer output"
+    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
+    w = reference_array("wo", wo, "(D, D)", rank=2)
+    B, h, T, d_h = heads.shape
+    if w.shape != (h * d_h, h * d_h):
+        D = h * d_h
+        raise ValueError(f"wo must be (D, D) = {(D, D)} for heads_out of shape {heads.shape}, got {w.shape}")
+    answer = array_answer(question, output, "the layer output, an array of shape (B, T, D)")
+    if isinstance(answer, Verdict):
+        return answer
+    merged = _merge(heads)
+    expected = merged @ w
+    if same(answer, expected):
+        return passed(question, "concatenate (merge) the heads, then multiply by W_o: row block i of W_o reads head i")
+    averaged = (
+        f"you averaged (or summed) the heads instead of concatenating: shape {answer.shape} = "
+        f"(B, T, d_h) no longer says which head produced what, and W_o {w.shape} expects all D features"
     )
+    mistake = first_match(answer, [
+        (lambda: heads.mean(axis=1), averaged),
+        (lambda: heads.sum(axis=1), averaged),
+        (merged, "this is the merge only: the output projection W_o is missing"),
+        (lambda: merged @ w.T,
+         "W_o is transposed: NumPy weights are (in, out) and multiply from the right; "
+         "the .T belongs only to nn.Linear's (out, in) storage"),
+        (lambda: heads.reshape(B, T, h * d_h) @ w,
+         "the merge is a direct reshape without transposing back, so each row mixes tokens"),
+        (lambda: expected / h,
+         f"the result is 1/h = 1/{h} of the right one: you averaged the heads' contributions, "
+         f"but concatenation followed by W_o adds them"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
+    if answer.shape != expected.shape:
+        return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
+    return failed(question, "the shape is right but the numbers are not the layer output")
 
 
 def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
     """Question "nn.Linear weight": what goes into ``nn.Linear.weight`` for the NumPy ``(in, out)`` matrix."""
     question = "nn.Linear weight"
     w = reference_array("w_in_out", w_in_out, "(in_features, out_features)", rank=2)
-    answer = array_answer(question, weight, "the (out_features, in_features) weight")
+    answer = array_answer(question, weight, "the tensor for weight, shape (out_features, in_features)")
     if isinstance(answer, Verdict):
         return answer
     expected = w.T
@@ -108,100 +175,131 @@ def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
         return failed(
             question,
             "not transposed: you copied the NumPy (in, out) matrix as it is, but nn.Linear stores "
-            "(out_features, in_features) and computes x @ weight.T; copy w.T instead",
+            "(out_features, in_features) and computes x @ weight.T",
         )
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (out_features, in_features) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers are not w.T")
+    return failed(question, "the shape is right but the numbers are not those of w_in_out in nn.Linear's layout")
+
+
+def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
+    """Question "nn.Linear from NumPy": ``linear_from_numpy(w_in_out)``, a bias-free layer computing ``x @ w``."""
+    question = "nn.Linear from NumPy"
+    w = reference_array("w_in_out", w_in_out, "(in_features, out_features)", rank=2)
+    layer = function_answer(
+        question, linear_from_numpy, (np.array(w),), "the body: return a bias-free nn.Linear computing x @ w_in_out"
+    )
+    if isinstance(layer, Verdict) and layer.answered and layer.message.startswith("your function raised"):
+        shapes = f"nn.Linear's weight is (out_features, in_features), w_in_out is (in, out) = {w.shape}"
+        return failed(question, f"{layer.message} ({shapes})")
+    if isinstance(layer, Verdict):
+        return layer
+    try:
+        weight, bias = layer.weight, getattr(layer, "bias", None)
+    except Exception:  # not a layer (no .weight), or one whose attributes misbehave
+        return failed(question, f"expected an nn.Linear layer, got {type(layer).__name__}")
+    if bias is not None:
+        return failed(question, "the layer has a bias, so it computes x @ w + bias: the lesson's layers have none")
+    return replace(check_linear_weight(weight, w), question=question)
 
 
 def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
     """Question "nn.MultiheadAttention mask": ``attn_mask`` from ``allowed (T, S)`` (True = may attend)."""
     question = "nn.MultiheadAttention mask"
     allowed_mask = reference_mask("allowed", allowed, "(T, S)", rank=2)
-    answer = mask_answer(question, attn_mask, "~allowed")
+    answer = mask_answer(question, attn_mask, "a boolean (T, S) mask in nn.MultiheadAttention's convention")
     if isinstance(answer, Verdict):
         return answer
     blocked = ~allowed_mask
     if answer.dtype.kind == "f":
         return _check_additive_mask(question, answer, blocked)
     if answer.dtype != np.bool_:
-        return failed(
-            question,
-            f"expected a boolean mask (True = blocked) or a float additive mask, got dtype {answer.dtype}",
-        )
+        return failed(question, f"expected a boolean mask or a float additive mask, got dtype {answer.dtype}")
     if same(answer, blocked):
         return passed(question, "~allowed: nn.MultiheadAttention reads True as blocked, the opposite of SDPA")
     mistake = first_match(answer, [
         (allowed_mask,
-         "inverted convention: you passed allowed itself (True = may attend), but "
-         "nn.MultiheadAttention reads True as blocked. Pass ~allowed"),
+         "inverted convention: you passed allowed itself (True = may attend), but nn.MultiheadAttention "
+         "reads True as blocked, so it would block exactly the positions you meant to allow"),
         (blocked.T, "the mask is transposed: rows are queries (T) and columns are source positions (S)"),
     ])
     if mistake is not None:
         return failed(question, mistake)
     if answer.shape != blocked.shape:
         return failed(question, f"expected shape (T, S) = {blocked.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the pattern is not ~allowed (True where attention is blocked)")
+    return failed(question, "the shape is right but the pattern does not block exactly what allowed forbids")
 
 
 def _check_additive_mask(question: str, answer: NDArray[Any], blocked: NDArray[np.bool_]) -> Verdict:
     """A float mask is added to the scores: 0 where allowed, -inf where blocked."""
     if same(answer, np.where(blocked, -np.inf, 0.0)):
-        return passed(
-            question,
-            "an additive float mask (0 = allowed, -inf = blocked) also works; the boolean form is ~allowed",
-        )
-    if same(answer, np.where(blocked, 0.0, -np.inf)):
-        return failed(
-            question,
-            "inverted additive mask: -inf must go where attention is blocked and 0 where it is "
-            "allowed (the boolean form is ~allowed)",
-        )
-    return failed(
-        question,
-        "a float mask is added to the scores: use 0 where allowed and -inf where blocked, or "
-        "pass the boolean ~allowed",
-    )
-
-
-def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
-    """Question "layer output": from ``heads_out (B, h, T, d_h)`` and ``wo (D, D)`` (in, out)."""
-    question = "layer output"
-    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
-    w = reference_array("wo", wo, "(D, D)", rank=2)
-    B, h, T, d_h = heads.shape
-    if w.shape != (h * d_h, h * d_h):
-        D = h * d_h
-        raise ValueError(f"wo must be (D, D) = {(D, D)} for heads_out of shape {heads.shape}, got {w.shape}")
-    answer = array_answer(question, output, "merged @ wo, shape (B, T, D)")
-    if isinstance(answer, Verdict):
-        return answer
-    merged = _merge(heads)
-    expected = merged @ w
-    if same(answer, expected):
-        return passed(question, "concatenate (merge) the heads, then multiply by W_o: row block i of W_o reads head i")
-    averaged = (
-        f"you averaged (or summed) the heads instead of concatenating: shape {answer.shape} = "
-        f"(B, T, d_h) no longer says which head produced what, and W_o {w.shape} cannot read "
-        f"it. Merge to (B, T, D), then multiply by W_o"
+        return passed(question, "an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed")
+    zeros_and_ones = (
+        "a float mask is added to the scores, it is not a switch: these 0s and 1s only raise some scores "
+        "by 1 and block nothing"
     )
     mistake = first_match(answer, [
-        (lambda: heads.mean(axis=1), averaged),
-        (lambda: heads.sum(axis=1), averaged),
-        (merged, "you forgot the output projection: multiply the merged heads by W_o"),
-        (lambda: merged @ w.T,
-         "W_o is transposed: NumPy weights are (in, out), so use merged @ wo (the .T belongs "
-         "only to nn.Linear's (out, in) storage)"),
-        (lambda: heads.reshape(B, T, h * d_h) @ w,
-         "the merge is a direct reshape without transposing back, so each row mixes tokens; "
-         "transpose to (B, T, h, d_h) before reshaping"),
-        (lambda: expected / h,
-         f"the result is 1/h = 1/{h} of the right one: you averaged the heads' contributions. "
-         f"Concatenation + W_o adds them"),
+        (np.where(blocked, 0.0, -np.inf),
+         "inverted additive mask: this -inf sits where attention is allowed, so it blocks the wrong positions"),
+        (blocked.astype(float), zeros_and_ones),
+        ((~blocked).astype(float), zeros_and_ones),
+    ])
+    return failed(question, mistake or "a float mask is added to the scores: 0 keeps a score, -inf blocks it")
+
+
+def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, scale: float | None = None,
+           direct_merge: bool = False) -> Floats:
+    """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs."""
+    B, T, D = x.shape
+    d_h = D // heads
+
+    def split(y: Floats) -> Floats:  # (B, T, D) -> (B, h, T, d_h)
+        return y.reshape(B, heads, T, d_h) if direct_split else y.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
+
+    q, k, v = split(x @ w[0]), split(x @ w[1]), split(x @ w[2])
+    scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    heads_out = exps / exps.sum(axis=-1, keepdims=True) @ v  # (B, h, T, d_h)
+    merged = heads_out.reshape(B, T, D) if direct_merge else _merge(heads_out)
+    result: Floats = merged @ w[3]
+    return result
+
+
+def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: Any) -> Verdict:
+    """Question "fixed layer": ``forward(x, wq, wk, wv, wo, heads)`` for ``x (B, T, D)``, weights (D, D)."""
+    question = "fixed layer"
+    xs = reference_array("x", x, "(B, T, D)", rank=3)
+    w = [reference_array(name, m, "(D, D)", rank=2) for name, m in (("wq", wq), ("wk", wk), ("wv", wv), ("wo", wo))]
+    B, T, D = xs.shape
+    if any(m.shape != (D, D) for m in w) or not isinstance(heads, (int, np.integer)) or heads < 1 or D % heads:
+        raise ValueError(f"the weights must be (D, D) = {(D, D)} and heads must divide D = {D}")
+    args = (xs.copy(), *(m.copy() for m in w), heads)
+    result = function_answer(question, forward, args, "the body: return the layer output, shape (B, T, D)")
+    if isinstance(result, Verdict):
+        return result
+    if isinstance(result, tuple):
+        return failed(question, f"your function returned a tuple of {len(result)}; return the output (B, T, D) only")
+    answer = array_answer(question, result, "the layer output")
+    if isinstance(answer, Verdict):
+        return answer
+    h = int(heads)
+    d_h = D // h
+    if same(answer, _layer(xs, w, h)):
+        return passed(question, "both bugs fixed: the split transposes to (B, h, T, d_h) and the scores are scaled")
+    split_bug = "the split reshapes (B, T, D) straight to (B, h, T, d_h), so each head gets rows of several tokens"
+    scale_bug = "the scores go into the softmax unscaled (lesson 01)"
+    mistake = first_match(answer, [
+        (lambda: _layer(xs, w, h, direct_split=True, scale=1.0), f"both bugs remain: {split_bug}, and {scale_bug}"),
+        (lambda: _layer(xs, w, h, scale=1.0), f"the split is fixed; one bug remains: {scale_bug}"),
+        (lambda: _layer(xs, w, h, direct_split=True), f"the scale is fixed; one bug remains: {split_bug}"),
+        (lambda: _layer(xs, w, h, scale=1.0 / d_h), f"the scores are divided by d_h = {d_h}: too much (lesson 01)"),
+        (lambda: _layer(xs, w, h, scale=1.0 / np.sqrt(D)),
+         f"the scores are divided by sqrt(D) = sqrt({D}): each head's dot products have d_h = {d_h} terms, not D"),
+        (lambda: _layer(xs, w, h, direct_merge=True),
+         "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
     ])
     if mistake is not None:
         return failed(question, mistake)
-    if answer.shape != expected.shape:
-        return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers differ from merge(heads_out) @ wo")
+    if answer.shape != (B, T, D):
+        return failed(question, f"expected shape (B, T, D) = {(B, T, D)}, got {answer.shape}")
+    return failed(question, "the shape is right but the numbers are not the layer's output")

@@ -1,10 +1,12 @@
 """Quick check of the lesson "Efficient attention" (checkers in ``lessons_lib.checks.efficient_attention``):
-the weight count, the online sum, tiling.
+the weight count, the bytes of a score tile, SDPA with a mask, the online-softmax update, tiled attention.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
-usual mistakes: leaving out the heads or the batch, counting bytes instead of entries, forgetting
-to rescale the running sum (or the running output) when the running maximum grows.
-`check_weight_entries` is the checker of ``lessons_lib.checks.inspecting_heads``, re-exported.
+usual mistakes: leaving out the heads or the batch, counting entries instead of bytes, forgetting
+to rescale the running sum (or the running output) when the running maximum grows. The checkers
+that take a function run it, and `check_tiled_attention` also measures the memory it holds.
+`check_weight_entries` is the checker of ``lessons_lib.checks.inspecting_heads``, re-exported;
+`check_materialised_entries` asks its question as a blank exercise.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions.
 """
@@ -12,6 +14,10 @@ Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions.
 from __future__ import annotations
 
 import math
+import tracemalloc
+import types
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,18 +28,124 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
+    int_answer,
     number_answer,
     passed,
     reference_array,
     same,
+    unanswered,
 )
 from lessons_lib.checks.inspecting_heads import check_weight_entries
-from lessons_lib.mha_numpy import attention
+from lessons_lib.mha_numpy import attention, causal_mask
 from lessons_lib.validation import check_int
 
-__all__ = ["check_online_sum", "check_tiled_output", "check_weight_entries"]
+__all__ = [
+    "check_materialised_entries", "check_online_sum", "check_online_update", "check_sdpa_output",
+    "check_tile_bytes", "check_tiled_attention", "check_tiled_output", "check_weight_entries",
+]
 
 Floats = NDArray[np.float64]
+
+
+def check_materialised_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
+    """Question "weight entries" as a blank exercise: the count ``B*h*T*S`` of a ``(B, h, T, S)`` tensor.
+
+    The blank hint and the verdict on the right count are this module's; a wrong count is diagnosed
+    by the shared `check_weight_entries`, unless its message would name the formula or the number.
+    """
+    question = "weight entries"
+    if answer is None:
+        return unanswered(question, "replace None with one whole number: how many numbers the weights tensor holds")
+    verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)
+    if verdict.ok:
+        return passed(question, f"{B * h * T * S} numbers: one (T, S) = ({T}, {S}) map per head and per sequence")
+    message = verdict.message.replace(" ", "")
+    if not verdict.answered or ("B*h*T*S" not in message and str(B * h * T * S) not in message):
+        return verdict
+    return failed(question, f"{answer} is not it: count every number of the weights tensor, one per batch row, "
+                            "head, query and source position")
+
+
+def check_tile_bytes(answer: Any, *, B: int, h: int, T: int, S: int, block: int, itemsize: int) -> Verdict:
+    """Question "tile bytes": the ``(B, h, T, block)`` score tile a tiled pass holds, in bytes.
+
+    Recognises: the full ``(B, h, T, S)`` scores, entries instead of bytes, one head, one sequence,
+    a ``(block, block)`` tile, another number width, MiB instead of bytes.
+    """
+    question = "tile bytes"
+    B, h, T, S, block, itemsize = (check_int(name, value) for name, value in
+                                   (("B", B), ("h", h), ("T", T), ("S", S), ("block", block), ("itemsize", itemsize)))
+    n = int_answer(question, answer, "one whole number of bytes: the score tile one step of the loop holds")
+    if isinstance(n, Verdict):
+        return n
+    right, full = B * h * T * block * itemsize, B * h * T * S * itemsize
+    if n == right:
+        return passed(question, f"{B}*{h}*{T}*{block} scores of {itemsize} bytes = {right:,} bytes, "
+                                f"{S / block:g}x less than the full (B, h, T, S) scores ({full:,} bytes)")
+    other = 8 if itemsize != 8 else 4
+    mistake = first_match(n, [
+        (full, "that is the full (B, h, T, S) score tensor; a tiled pass holds the scores of one key block only"),
+        (right // itemsize, f"that counts numbers, not bytes: each score takes {itemsize} bytes"),
+        (T * block * itemsize, "that is one head of one sequence; the tile holds every batch row and every head"),
+        (B * T * block * itemsize, "that is one head only; all h heads are computed in the same step"),
+        (h * T * block * itemsize, "that is one sequence only; all B sequences of the batch are in the tile"),
+        (B * h * block * block * itemsize, "that is a (block, block) tile; in this pass all T queries take part at "
+                                           "once, only the keys come in blocks"),
+        (right // itemsize * other, f"that uses {other} bytes per score; here each score takes {itemsize}"),
+        (right / 2**20, "that is in MiB; the question asks for bytes"),
+    ])
+    return failed(question, mistake or f"{n:,} bytes is not it: count what one step holds, the scores of every "
+                                       "batch row, head and query against one block of keys, in bytes")
+
+
+def _attend(scores: Floats, v: Floats) -> Floats:
+    """softmax over the last axis of ``scores (..., T, S)``, then ``@ v (..., S, d_v)``."""
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out: Floats = (weights / weights.sum(axis=-1, keepdims=True)) @ v
+    return out
+
+
+def check_sdpa_output(answer: Any, q: Any, k: Any, v: Any) -> Verdict:
+    """Question "SDPA output": causal ``scaled_dot_product_attention`` where the ``T`` queries are the
+    last ``T`` of the ``S`` positions (``mha_numpy.causal_mask(T, S)``, bottom-right), as when decoding.
+
+    Recognises: no mask, ``is_causal=True`` (top-left alignment), the mask inverted, the mask given as
+    0/1 floats (SDPA adds a float mask), ``q`` divided by ``sqrt(d)`` beforehand.
+    """
+    question = "SDPA output"
+    qf, kf = reference_array("q", q, "(..., T, d)", min_rank=2), reference_array("k", k, "(..., S, d)", min_rank=2)
+    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
+    mask = causal_mask(qf.shape[-2], kf.shape[-2])
+    a = array_answer(question, answer, "the output tensor of F.scaled_dot_product_attention, shape (..., T, d_v)")
+    if isinstance(a, Verdict):
+        return a
+    scores = qf @ np.swapaxes(kf, -1, -2) / math.sqrt(qf.shape[-1])  # (..., T, S)
+    right = _attend(np.where(mask, scores, -np.inf), vf)
+    if same(a, right):
+        return passed(question, f"shape {right.shape}, equal to the manual masked route, and no weights stored")
+    top_left = np.tril(np.ones(mask.shape, dtype=bool))
+    mistake = first_match(a, [
+        (lambda: _attend(scores, vf), "that is attention without the mask: pass it as attn_mask"),
+        (lambda: _attend(np.where(top_left, scores, -np.inf), vf),
+         "is_causal=True aligns the mask top-left (query t sees keys 0..t); here the T queries are the last T "
+         "of the S positions, which that flag does not express"),
+        # a row with no allowed key: NaN in NumPy, zeros from recent PyTorch versions
+        (lambda: np.nan_to_num(_attend(np.where(~mask, scores, -np.inf), vf)),
+         "the mask is inverted: for SDPA True means take part"),
+        (lambda: _attend(scores + mask, vf), "a float mask is ADDED to the scores (0 or 1 here), it blocks nothing; "
+                                             "give SDPA a boolean mask, True = take part"),
+        (lambda: _attend(np.where(mask, scores / math.sqrt(qf.shape[-1]), -np.inf), vf),
+         "the scores were divided by sqrt(d) twice: SDPA already scales them, so pass q as it is"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
+    if a.shape != right.shape:
+        return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
+    if np.isnan(a).any():
+        return failed(question, "some rows are NaN: those queries could attend to nothing; which positions does your "
+                                "mask allow?")
+    return failed(question, "not causal attention for queries that come last; compare with the manual route")
 
 
 def _online_sum(row: Floats, block_size: int, rescale: bool) -> float:
@@ -76,6 +188,76 @@ def check_online_sum(answer: Any, row: Any, block_size: int) -> Verdict:
     return failed(question, mistake or "expected sum(exp(row - max(row))), built block by block")
 
 
+# (row, block size): in the first row every block raises the maximum, in the second a later block's
+# maximum is below the running one, so "the block's max only" shows.
+UPDATE_ROWS = ((np.array([0.5, 2.0, -1.0, 3.5, 1.0, 0.0, 4.0, -2.0]), 3),
+               (np.array([3.0, 1.0, -2.0, 0.5, 4.5, 2.0, 1.5]), 2))
+
+
+def _update(m: float, total: float, block: Floats, /, *, running: bool = True, rescale: bool = True,
+            shift: bool = True, swap: bool = False) -> tuple[float, float]:
+    """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off."""
+    m_new = max(m, float(block.max())) if running else float(block.max())
+    total = total * (math.exp(m - m_new) if rescale else 1.0) + float(np.exp(block - m_new if shift else block).sum())
+    return (total, m_new) if swap else (m_new, total)
+
+
+_RESCALE = ("you forgot to rescale l: the old sum was measured against m, so when the max grows to m_new it must "
+            "shrink by exp(m - m_new) before the new block is added")
+_SHIFT = "you summed exp(block) without subtracting the running max; l is kept relative to m_new"
+_BLOCK_ONLY = ("m_new is the block's max only; the running max must also remember the earlier blocks, which were "
+               "larger in one of the test rows")
+UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
+    ({"rescale": False}, _RESCALE),
+    ({"shift": False}, _SHIFT),
+    ({"shift": False, "rescale": False}, _SHIFT + "; and you forgot to rescale l when the max grows"),
+    ({"running": False}, _BLOCK_ONLY),
+    ({"running": False, "rescale": False}, _BLOCK_ONLY),
+    ({"swap": True}, "you returned (l_new, m_new); return the pair in the order (m_new, l_new)"),
+)
+
+
+def _trace(question: str, update: Any, what: str) -> Floats | Verdict:
+    """Drive ``update`` over every row of `UPDATE_ROWS` from ``(-inf, 0)``: the ``(m, l)`` after each block."""
+    steps = []
+    for row, size in UPDATE_ROWS:
+        m, total = -math.inf, 0.0
+        for start in range(0, len(row), size):
+            result = function_answer(question, update, (m, total, row[start : start + size].copy()), what)
+            if isinstance(result, Verdict):
+                return result
+            try:
+                m, total = (float(x) for x in result)
+            except Exception:  # not a pair of numbers: say what came back instead
+                return failed(question, f"expected the pair (m_new, l_new), got {type(result).__name__} {result!r:.60}")
+            steps.append((m, total))
+    return np.array(steps)
+
+
+def check_online_update(update: Any) -> Verdict:
+    """Question "online update": ``update(m, l, block) -> (m_new, l_new)`` for one row, run over two rows.
+
+    Recognises: no rescale of ``l``, no maximum subtracted, the block's maximum taken as the running
+    maximum, and the pair returned in the wrong order.
+    """
+    question = "online update"
+    what = "update(m, l, block) returning the pair (m_new, l_new): the new running max and running sum"
+    trace = _trace(question, update, what)
+    if isinstance(trace, Verdict):
+        return trace
+    right = _trace(question, _update, what)
+    assert not isinstance(right, Verdict)
+    if same(trace, right):
+        return passed(question, f"m_new and l_new agree at all {len(trace)} steps over two rows, so l ends as "
+                                "sum(exp(row - max(row)))")
+    mistake = first_match(trace, [(partial(_trace, question, partial(_update, **flags), what), message)
+                                  for flags, message in UPDATE_MISTAKES])
+    if mistake is not None:
+        return failed(question, mistake)
+    if not same(trace[:, 0], right[:, 0]):
+        return failed(question, "m_new is not the running maximum of every score read so far")
+    return failed(question, "m_new is right but l_new is not the sum of exp(score - m_new) over every score so far")
+
 def _tiled_variant(
     q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool, normalise: bool, scale: bool
 ) -> Floats:
@@ -97,26 +279,13 @@ def _tiled_variant(
     return acc / running_sum[..., None] if normalise else acc
 
 
-def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> Verdict:
-    """Question "tiled output": tiled attention must equal ordinary attention (no mask).
-
-    Recognises: the running output not rescaled when the maximum grows, the final division by the
-    running sum forgotten, and the ``1/sqrt(d)`` scale forgotten.
-    """
-    question = "tiled output"
-    qf = reference_array("q", q, "(..., T, d)", min_rank=2)
-    kf = reference_array("k", k, "(..., S, d)", min_rank=2)
-    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
-    block_size = check_int("block_size", block_size)
-    a = array_answer(question, answer, "your tiled output (..., T, d_v)")
-    if isinstance(a, Verdict):
-        return a
-    right = attention(qf, kf, vf)[0]
+def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, block_size: int) -> Verdict:
+    right = attention(q, k, v)[0]
     if same(a, right):
-        return passed(question, f"equal to ordinary attention, shape {right.shape}, without a (T, S) weight matrix")
+        return passed(question, f"equal to ordinary attention, shape {right.shape}")
 
     def variant(rescale: bool, normalise: bool, scale: bool) -> Floats:
-        return _tiled_variant(qf, kf, vf, block_size, rescale=rescale, normalise=normalise, scale=scale)
+        return _tiled_variant(q, k, v, block_size, rescale=rescale, normalise=normalise, scale=scale)
 
     mistake = first_match(a, [
         (lambda: variant(rescale=False, normalise=True, scale=True),
@@ -131,3 +300,87 @@ def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> 
     if a.shape != right.shape:
         return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
     return failed(question, "expected the same numbers as attention(q, k, v)[0]")
+
+
+def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> Verdict:
+    """Question "tiled output": the numbers of a tiled attention output equal ordinary attention (no mask).
+
+    Only the numbers are compared (an array cannot show how it was computed); `check_tiled_attention`
+    runs a function and checks its memory too. Recognises: the running output not rescaled when the
+    maximum grows, the final division by the running sum forgotten, the ``1/sqrt(d)`` scale forgotten.
+    """
+    qf = reference_array("q", q, "(..., T, d)", min_rank=2)
+    kf = reference_array("k", k, "(..., S, d)", min_rank=2)
+    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
+    block_size = check_int("block_size", block_size)
+    a = array_answer("tiled output", answer, "your tiled output (..., T, d_v)")
+    return a if isinstance(a, Verdict) else _judge_tiled("tiled output", a, qf, kf, vf, block_size)
+
+
+def _calls(function: Any, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that ``function`` (or a function nested in it) refers to, or is."""
+    if getattr(function, "__name__", None) in names:
+        return str(function.__name__)
+    codes = [getattr(function, "__code__", None)]
+    for code in codes:  # grows while we walk: nested functions are constants of their parent
+        if isinstance(code, types.CodeType):
+            codes += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+            found = [name for name in names if name in code.co_names]
+            if found:
+                return found[0]
+    return None
+
+
+def _peak_bytes(run: Callable[[], Any]) -> tuple[int, Any]:
+    """The most memory NumPy held at once while ``run()`` ran (tracemalloc), and what it returned."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        result = run()
+        return tracemalloc.get_traced_memory()[1] - before, result
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+def check_tiled_attention(tiled: Any) -> Verdict:
+    """Question "tiled attention": ``tiled(q, k, v, block_size) -> (..., T, d_v)``, run and measured.
+
+    The numbers must equal ordinary attention (with the mistakes of `check_tiled_output` named), the
+    function must not hand the work to a library kernel or to torch (whose memory tracemalloc does
+    not see), and on T = 128, S = 2048 its peak memory must stay below half of one float64 ``(T, S)`` matrix.
+    """
+    question = "tiled attention"
+    what = "tiled(q, k, v, block_size) returning the output (..., T, d_v), looping over blocks of keys"
+    rng = np.random.default_rng(7)
+    q, k, v = rng.normal(size=(2, 4, 3)) * 3, rng.normal(size=(2, 9, 3)) * 3, rng.normal(size=(2, 9, 2))
+    returned = function_answer(question, tiled, (q.copy(), k.copy(), v.copy(), 3), what)
+    if isinstance(returned, Verdict):
+        return returned
+    a = array_answer(question, returned, what)
+    verdict = a if isinstance(a, Verdict) else _judge_tiled(question, a, q, k, v, 3)
+    if not verdict.ok:
+        return verdict
+    shortcut = _calls(tiled, ("tiled_attention", "scaled_dot_product_attention", "from_numpy", "as_tensor"))
+    if shortcut is not None:
+        return failed(question, f"the numbers are right, but your function calls {shortcut}: write the loop yourself, "
+                                "in NumPy")
+    T, S = 128, 2048
+    q, k, v = rng.normal(size=(T, 8)), rng.normal(size=(S, 8)), rng.normal(size=(S, 8))
+    right, full = attention(q, k, v)[0], T * S * 8
+    try:
+        peak, big = _peak_bytes(lambda: tiled(q, k, v, 64))
+    except Exception as error:  # the learner's code may raise anything: report it
+        return failed(question, f"on T = {T}, S = {S} your function raised {type(error).__name__}: {error}")
+    if not isinstance(big, np.ndarray) or not same(big, right):
+        return failed(question, f"right on the small test, but not a NumPy array equal to attention on T = {T}, "
+                                f"S = {S} with blocks of 64")
+    if peak >= full // 2:  # any (T, S) float64 array alone is `full` bytes
+        return failed(question, f"the numbers are right, but on T = {T}, S = {S} your function held {peak:,} bytes at "
+                                f"once, {peak / full:.1f} times one (T, S) float64 matrix ({full:,} bytes): keep only "
+                                "one block of scores at a time")
+    return passed(question, f"equal to ordinary attention, and on T = {T}, S = {S} with blocks of 64 its peak memory "
+                            f"stayed below half of one (T, S) float64 matrix ({full:,} bytes)")

@@ -3,8 +3,9 @@
 
 Each checker compares an answer with the right one and, when it is wrong, looks for the mistake
 that produces exactly that answer: forgetting the factor 2 for K and V, counting ``h`` heads
-instead of ``h_kv``, tiling K/V heads instead of repeating each one ``g`` times in a row, or
-swapping ``g`` (query heads per K/V head) and ``h_kv`` (number of K/V heads).
+instead of ``h_kv``, tiling K/V heads instead of repeating each one ``g`` times in a row, swapping
+``g`` (query heads per K/V head) and ``h_kv`` (number of K/V heads), or pooling the wrong columns
+when a multi-head checkpoint becomes a GQA one. A "not yet" names the mistake, never the answer.
 """
 
 from __future__ import annotations
@@ -18,56 +19,102 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
     int_answer,
     int_array_answer,
+    number_answer,
     passed,
     reference_array,
     same,
 )
-from lessons_lib.kv_cache import kv_cache_bytes
+from lessons_lib.kv_cache import ModelPreset, kv_cache_bytes
 from lessons_lib.validation import check_int, group_size
 
-__all__ = ["check_bytes_per_token", "check_group_size", "check_kv_head_mapping", "check_repeat_kv"]
+__all__ = [
+    "check_bytes_per_token",
+    "check_cache_bytes",
+    "check_group_size",
+    "check_kv_head_function",
+    "check_kv_head_mapping",
+    "check_pool_kv_columns",
+    "check_repeat_kv",
+]
+
+
+# ----- the size of the KV cache --------------------------------------------------------------
+def _cache_verdict(
+    question: str, answer: Any, layers: int, heads: int, kv_heads: int, head_dim: int,
+    tokens: int = 1, batch: int = 1, bytes_per_element: int = 2,
+) -> Verdict:
+    """Judge a cache size in bytes; every factor of the formula has a mistake of its own."""
+    group_size(heads, kv_heads)
+    right = kv_cache_bytes(layers, kv_heads, head_dim, tokens, batch, bytes_per_element)
+    value = int_answer(question, answer, "the number of bytes (a whole number)")
+    if isinstance(value, Verdict):
+        number = number_answer(question, answer, "the number of bytes")
+        if value.answered and not isinstance(number, Verdict):  # a fraction: maybe a unit slip
+            unit = first_match(number, [(right / 2**30, "GiB"), (right / 10**9, "GB"), (right / 2**20, "MiB")])
+            if unit:
+                return failed(question, f"{number} looks like the size in {unit}; give it in bytes, a whole number")
+        return value
+    if value == right:
+        sizes = f"{tokens} tokens x batch {batch} x " if tokens * batch > 1 else ""
+        return passed(
+            question,
+            f"2 (K and V) x {layers} layers x h_kv={kv_heads} x d_h={head_dim} x {sizes}"
+            f"{bytes_per_element} bytes = {right} bytes",
+        )
+    all_heads = right * heads // kv_heads
+    mistakes = [
+        (right // 2, "you counted only keys or only values: both are cached, hence the factor 2"),
+        (all_heads, f"you used h={heads} query heads (or the full width D = h x d_h); the cache holds "
+                    f"h_kv={kv_heads} K/V heads of d_h={head_dim} features each"),
+        (all_heads // 2, f"you used h={heads} instead of h_kv={kv_heads} and left out the factor 2 for K and V"),
+        (right * heads, f"you used the model width D = {heads * head_dim} where each K/V head has d_h={head_dim}"),
+        (right // layers, f"that is one layer's share; every one of the {layers} layers keeps its own cache"),
+        (right // bytes_per_element,
+         f"you counted elements, not bytes: each element takes {bytes_per_element} bytes"),
+        (right / 2**30, "that is the size in GiB; give it in bytes"),
+        (right / 2**20, "that is the size in MiB; give it in bytes"),
+    ]
+    if tokens > 1:
+        mistakes.append((right // tokens, f"that is the cache of one token; each sequence holds {tokens} tokens"))
+    if batch > 1:
+        mistakes.append((right // batch, f"that is the cache of one sequence; the batch holds {batch} of them"))
+    if tokens > 1 and batch > 1:
+        mistakes.append((right // (tokens * batch), "that is the cache of one token of one sequence"))
+    if kv_heads == heads:  # h = h_kv: "h instead of h_kv" is no mistake
+        del mistakes[1:3]
+    found = [message for wrong, message in mistakes if same(value, wrong)]
+    if found:
+        return failed(question, f"{value} is not right: " + "; or ".join(found))
+    return failed(question, f"{value} is not right; go through the formula of section 1 factor by factor")
 
 
 def check_bytes_per_token(
     answer: Any, layers: int, heads: int, kv_heads: int, head_dim: int, bytes_per_element: int = 2
 ) -> Verdict:
     """Question "bytes per token": how many bytes does one token add to the KV cache (all layers)?"""
-    question = "bytes per token"
-    group_size(heads, kv_heads)
-    right = kv_cache_bytes(layers, kv_heads, head_dim, bytes_per_element=bytes_per_element)
-    value = int_answer(question, answer, "the number of bytes")
-    if isinstance(value, Verdict):
-        return value
-    if value == right:
-        return passed(
-            question,
-            f"2 (K and V) x {layers} layers x h_kv={kv_heads} x d_h={head_dim} x "
-            f"{bytes_per_element} bytes = {right} bytes per token",
-        )
-    all_heads = right * heads // kv_heads
-    mistakes = [
-        (right // 2, "you counted only keys or only values: both are cached, hence the factor 2"),
-        (all_heads, f"you used h={heads} query heads; the cache holds h_kv={kv_heads} K/V heads"),
-        (all_heads // 2, f"you used h={heads} instead of h_kv={kv_heads} and left out the factor 2 for K and V"),
-        (right // layers, f"that is one layer's share; multiply by the {layers} layers"),
-        (right // bytes_per_element,
-         f"you counted elements, not bytes: multiply by {bytes_per_element} bytes per element"),
-    ]
-    if kv_heads == heads:  # h = h_kv: "h instead of h_kv" is no mistake
-        del mistakes[1:3]
-    found = [message for wrong, message in mistakes if same(value, wrong)]
-    if found:
-        return failed(question, f"{value} is not right: " + "; or ".join(found))
-    return failed(question, f"{value} is not right; use 2 (K and V) x layers x h_kv x d_h x bytes per element")
+    return _cache_verdict("bytes per token", answer, layers, heads, kv_heads, head_dim,
+                          bytes_per_element=bytes_per_element)
 
 
+def check_cache_bytes(
+    answer: Any, preset: ModelPreset, tokens: int, batch: int = 1, bytes_per_element: int = 2
+) -> Verdict:
+    """Question "<model> cache": bytes of ``preset``'s KV cache for ``batch`` sequences of ``tokens`` tokens."""
+    if not isinstance(preset, ModelPreset):
+        raise TypeError(f"preset must be a kv_cache.ModelPreset, got {type(preset).__name__}")
+    return _cache_verdict(f"{preset.name} cache", answer, preset.layers, preset.heads, preset.kv_heads,
+                          preset.head_dim, check_int("tokens", tokens), check_int("batch", batch), bytes_per_element)
+
+
+# ----- which K/V head each query head reads ---------------------------------------------------
 def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
     """Question "group size": how many query heads share one K/V head (``g``)?"""
     question = "group size"
     right = group_size(heads, kv_heads)
-    value = int_answer(question, answer, "g = h // h_kv")
+    value = int_answer(question, answer, "the number of query heads that share one K/V head (an integer)")
     if isinstance(value, Verdict):
         return value
     if value == right:
@@ -75,17 +122,17 @@ def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
     if value == kv_heads:
         return failed(
             question,
-            f"{value} is h_kv, the number of K/V heads; g is how many query heads share each one: "
-            f"h / h_kv = {right}. (This is why we never call h_kv 'groups'.)",
+            f"{value} is h_kv, the number of K/V heads; g counts how many query heads share each one "
+            f"(this is why we never call h_kv 'groups')",
         )
     if value == heads:
-        return failed(question, f"{value} is h, the number of query heads; divide it by h_kv={kv_heads}")
-    return failed(question, f"{value} is not right; g = h / h_kv")
+        return failed(question, f"{value} is h, the number of all query heads; how many of them share one K/V head?")
+    if value == kv_heads // heads:
+        return failed(question, f"{value} is h_kv / h rounded down, a fraction of a head; g counts query heads")
+    return failed(question, f"{value} is not right; g is how many of the h={heads} query heads read the same K/V head")
 
 
-def check_kv_head_mapping(answer: Any, heads: int, kv_heads: int) -> Verdict:
-    """Question "K/V head mapping": for each query head ``i``, which K/V head does it read? (``h`` integers)"""
-    question = "K/V head mapping"
+def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> Verdict:
     g = group_size(heads, kv_heads)
     given = int_array_answer(question, answer, f"a list of {heads} integers, one per query head")
     if isinstance(given, Verdict):
@@ -97,12 +144,36 @@ def check_kv_head_mapping(answer: Any, heads: int, kv_heads: int) -> Verdict:
         return passed(question, f"query head i reads K/V head i // g with g={g}: {right.tolist()}")
     mistake = first_match(given, [
         (np.arange(heads) % kv_heads,
-         f"that is the tiled order i % h_kv: neighbouring query heads land on different K/V "
-         f"heads. GQA repeats each K/V head g={g} times in a row (repeat-interleave): i // g"),
+         f"that is the tiled order i % h_kv: neighbouring query heads land on different K/V heads. "
+         f"GQA gives each K/V head a run of g={g} consecutive query heads (repeat-interleave, not tile)"),
         (np.arange(heads) // kv_heads,
-         f"you divided by h_kv={kv_heads}; divide by g = h / h_kv = {g} (query heads per K/V head)"),
+         f"you divided by h_kv={kv_heads}; the run of query heads that share a K/V head has length g"),
+        (right + 1, "you numbered the K/V heads from 1; they are numbered from 0"),
     ])
-    return failed(question, mistake or f"{given.tolist()} is not right; query head i reads K/V head i // g")
+    return failed(question, mistake or f"{given.tolist()} is not right: heads 0 .. g-1 share K/V head 0, and so on")
+
+
+def check_kv_head_mapping(answer: Any, heads: int, kv_heads: int) -> Verdict:
+    """Question "K/V head mapping": for each query head ``i``, which K/V head does it read? (``h`` integers)"""
+    return _mapping_verdict("K/V head mapping", answer, heads, kv_heads)
+
+
+def check_kv_head_function(function: Any) -> Verdict:
+    """Question "K/V head of each query head": ``function(heads, kv_heads)`` returns ``h`` integers.
+
+    Tried on GQA sizes first (where the tiled order and ``i // h_kv`` differ from the right one),
+    then on MHA (``h_kv = h``) and MQA (``h_kv = 1``).
+    """
+    question = "K/V head of each query head"
+    what = "the body of the function: return h integers, one per query head"
+    for heads, kv_heads in ((8, 2), (6, 3), (12, 4), (4, 4), (4, 1)):
+        result = function_answer(question, function, (heads, kv_heads), what)
+        if isinstance(result, Verdict):
+            return result
+        verdict = _mapping_verdict(question, result, heads, kv_heads)
+        if not verdict:
+            return failed(question, f"for h={heads}, h_kv={kv_heads}: {verdict.message}")
+    return passed(question, "query head i reads K/V head i // g for every size tried, MHA (g=1) and MQA included")
 
 
 def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
@@ -110,21 +181,76 @@ def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
     question = "repeated K/V heads"
     kv_array = reference_array("kv", kv, "(B, h_kv, S, d_h)", rank=4)
     g = check_int("group_size", group_size, symbol="g")
-    given = array_answer(question, answer, "np.repeat(kv, g, axis=1)")
+    given = array_answer(question, answer, "an array of shape (B, h, S, d_h), one K/V head per query head")
     if isinstance(given, Verdict):
         return given
     right = np.repeat(kv_array, g, axis=1)
-    if given.shape != right.shape:
-        return failed(
-            question,
-            f"expected shape (B, h, S, d_h) = {right.shape}, got {given.shape}; repeat along the head axis (axis 1)",
-        )
     if same(given, right):
         return passed(question, f"each K/V head appears g={g} times in a row: shape {right.shape}")
-    if same(given, np.tile(kv_array, (1, g, 1, 1))):
-        return failed(
-            question,
-            "same shape, wrong order: tiling gives heads 0, 1, .., 0, 1, ..; query head i must "
-            "meet K/V head i // g, so repeat each head in place (np.repeat / repeat_interleave)",
-        )
-    return failed(question, "the numbers differ from repeating each K/V head g times along axis 1")
+    kv_heads = kv_array.shape[1]
+    mistake = first_match(given, [
+        (np.tile(kv_array, (1, g, 1, 1)),
+         "same shape, wrong order: tiling gives heads 0, 1, .., 0, 1, ..; query head i must meet the "
+         "K/V head of its group, so each head has to be repeated in place (np.repeat / repeat_interleave)"),
+        (np.repeat(kv_array, g, axis=2), "you repeated along the token axis S (axis 2); the heads are axis 1"),
+        (np.repeat(kv_array, g), "np.repeat without an axis flattens the array; name the head axis"),
+        (np.repeat(kv_array, kv_heads, axis=1) if kv_heads != g else None,
+         f"you repeated each head h_kv={kv_heads} times; each K/V head serves g={g} query heads"),
+        (kv_array, f"these are still the h_kv={kv_heads} K/V heads; the query side needs one per query head"),
+    ])
+    if mistake:
+        return failed(question, mistake)
+    if given.shape != right.shape:
+        return failed(question, f"expected shape (B, h, S, d_h) = {right.shape}, got {given.shape}")
+    return failed(question, "the numbers differ from repeating each K/V head g times along the head axis")
+
+
+# ----- from a multi-head checkpoint to GQA ----------------------------------------------------
+def _pool_mistakes(w: Any, D: int, heads: int, kv_heads: int, d_h: int) -> list[tuple[Any, str]]:
+    g = heads // kv_heads
+    per_head = w.reshape(D, kv_heads, g, d_h)  # (D, h*d_h) -> (D, h_kv, g, d_h)
+    return [
+        (per_head[:, :, 0].reshape(D, -1),
+         "you kept the first head of each group; the conversion averages all g heads of a group"),
+        (w[:, : kv_heads * d_h], "you kept the columns of the first h_kv heads (how GroupedQueryAttention "
+                                 "initialises itself); the conversion averages each group's heads"),
+        (per_head.sum(axis=2).reshape(D, -1), "you added up the heads of a group; take their mean"),
+        (w.reshape(D, g, kv_heads, d_h).mean(axis=1).reshape(D, -1),
+         "you pooled heads j, j + h_kv, j + 2 h_kv, .. (tiled groups); a group is g consecutive heads"),
+        (w.reshape(D, kv_heads * d_h, g).mean(axis=2),
+         "you averaged g neighbouring columns, cutting through heads; pool whole heads of d_h columns"),
+        (w.reshape(D, heads, d_h).mean(axis=1), "you averaged all h heads into one; each of the h_kv groups "
+                                                "gets its own mean"),
+        (per_head.mean(axis=2), "right numbers, but shape (D, h_kv, d_h): put the heads side by side again"),
+        (np.repeat(per_head.mean(axis=2), g, axis=1).reshape(D, -1),
+         "you expanded the pooled heads back to h heads; the GQA layer stores only the h_kv pooled ones"),
+    ]
+
+
+def check_pool_kv_columns(function: Any) -> Verdict:
+    """Question "mean-pooled K/V columns": ``function(w, heads, kv_heads)`` turns a multi-head
+    ``w (D, h * d_h)`` into ``(D, h_kv * d_h)``: K/V head ``j`` is the mean of heads ``j*g .. j*g + g - 1``.
+
+    Tried on a GQA size where every known mistake gives different numbers, then more sizes.
+    """
+    question = "mean-pooled K/V columns"
+    what = "the body of the function: return the pooled (D, h_kv * d_h) array"
+    rng = np.random.default_rng(5)
+    D = 5
+    for heads, kv_heads, d_h in ((6, 2, 2), (8, 4, 3), (4, 1, 2), (4, 4, 2)):
+        w = rng.normal(size=(D, heads * d_h))
+        result = function_answer(question, function, (w.copy(), heads, kv_heads), what)
+        if isinstance(result, Verdict):
+            return result
+        given = array_answer(question, result, "an array")
+        if isinstance(given, Verdict):
+            return given
+        right = w.reshape(D, kv_heads, heads // kv_heads, d_h).mean(axis=2).reshape(D, -1)
+        if same(given, right):
+            continue
+        case = f"for D={D}, h={heads}, h_kv={kv_heads}, d_h={d_h}"
+        mistake = first_match(given, _pool_mistakes(w, D, heads, kv_heads, d_h))
+        if mistake is None and given.shape != right.shape:
+            mistake = f"expected shape (D, h_kv * d_h) = {right.shape}, got {given.shape}"
+        return failed(question, f"{case}: {mistake or 'the numbers differ from the mean of each group of g heads'}")
+    return passed(question, "each K/V head is the mean of its g consecutive heads, for GQA, MQA and MHA sizes")

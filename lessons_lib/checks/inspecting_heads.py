@@ -1,7 +1,8 @@
 """Quick check of the lesson "Inspecting heads" (checkers in ``lessons_lib.checks.inspecting_heads``).
 
-Each checker recognises the usual wrong answers and says what went wrong. `check_weight_entries`
-is shared with ``lessons_lib.checks.efficient_attention``, which asks the same question.
+Each checker recognises the usual wrong answers and says what went wrong, without giving the right
+answer away. `check_weight_entries` is shared with ``lessons_lib.checks.efficient_attention``, which
+asks the same question.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions, ``D`` model width,
 ``d_h = D / h``. NumPy only; torch tensors are accepted too.
@@ -11,11 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from lessons_lib.checks import (
     Verdict,
     array_answer,
     failed,
     first_match,
+    function_answer,
     int_answer,
     passed,
     reference_array,
@@ -23,18 +28,32 @@ from lessons_lib.checks import (
 )
 from lessons_lib.validation import check_int, head_width
 
-__all__ = ["check_head_columns", "check_head_count", "check_score_multiplies", "check_weight_entries"]
+__all__ = [
+    "check_head_columns",
+    "check_head_count",
+    "check_score_multiplies",
+    "check_strongest_source",
+    "check_weight_entries",
+]
+
+
+def _as_if_heads(n: int, per_head: int, h: int) -> str | None:
+    """A message for ``n = k * per_head`` with ``k != h`` (some other head count), else ``None``."""
+    if per_head <= 0 or n <= 0 or n % per_head != 0 or n // per_head == h:
+        return None
+    return f"that is {n // per_head} times the count for one head, as if there were {n // per_head} heads: check h"
 
 
 def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
     """Question "weight entries": a materialised weight tensor ``(B, h, T, S)`` has ``B*h*T*S`` entries.
 
-    Recognises: heads left out, batch left out, ``T * T`` or ``S * S`` used for ``T * S``, and
-    bytes (float32 or float64) given instead of entries.
+    Recognises: heads left out, batch left out, ``T * T`` or ``S * S`` used for ``T * S``, another
+    number of heads (e.g. ``d_h`` taken for ``h``), and bytes (float32 or float64) given instead of
+    entries.
     """
     question = "weight entries"
     B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
-    n = int_answer(question, answer, "B * h * T * S")
+    n = int_answer(question, answer, "one whole number: how many numbers the weight tensor holds")
     if isinstance(n, Verdict):
         return n
     right = B * h * T * S
@@ -42,17 +61,18 @@ def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verd
         return passed(question, f"B*h*T*S = {B}*{h}*{T}*{S} = {right} entries: one (T, S) map per head and sequence")
     mistake = first_match(n, [
         (B * T * S, "you left out the heads: B*T*S counts one map per sequence, but every head stores its "
-                    "own (T, S) map, so multiply by h"),
+                    "own (T, S) map"),
         (h * T * S, "you left out the batch: h*T*S counts the maps of one sequence; each of the B "
                     "sequences has its own maps"),
-        (B * h * T * T, f"you used T twice: the maps are (T, S), queries by source positions, and the "
-                        f"key axis has S = {S} positions"),
-        (B * h * S * S, f"you used S twice: the maps are (T, S), and the query axis has T = {T} positions"),
-        (4 * right, "that is bytes in float32; the question asks for entries (divide by 4)"),
-        (8 * right, "that is bytes in float64; the question asks for entries (divide by 8)"),
+        (B * h * T * T, "you used T twice: the maps are (T, S), queries by source positions, and the "
+                        "key axis has S positions, not T"),
+        (B * h * S * S, "you used S twice: the maps are (T, S), and the query axis has T positions, not S"),
+        (4 * right, "that is bytes in float32; the question asks for entries, not bytes"),
+        (8 * right, "that is bytes in float64; the question asks for entries, not bytes"),
     ])
+    mistake = mistake or _as_if_heads(n, B * T * S, h)
     return failed(question, mistake or f"{n} is not it: the weights have shape (B, h, T, S); "
-                                       f"expected B * h * T * S, the product of the four sizes")
+                                       f"expected B * h * T * S with each size read off the setting")
 
 
 def check_head_count(answer: Any, D: int, d_h: int) -> Verdict:
@@ -61,7 +81,7 @@ def check_head_count(answer: Any, D: int, d_h: int) -> Verdict:
     D, d_h = check_int("D", D, symbol="D"), check_int("d_h", d_h)
     if D % d_h != 0:
         raise ValueError(f"d_h={d_h} must divide D={D} for this question to have an answer")
-    n = int_answer(question, answer, "D // d_h")
+    n = int_answer(question, answer, "one whole number: how many heads")
     if isinstance(n, Verdict):
         return n
     right = D // d_h
@@ -69,14 +89,20 @@ def check_head_count(answer: Any, D: int, d_h: int) -> Verdict:
         return passed(question, f"h = D / d_h = {D} / {d_h} = {right}")
     if n <= 0:
         return failed(question, f"h must be a positive number of heads, got {n}")
+    if n == D * d_h:
+        return failed(question, "you multiplied D by d_h: the heads share the D features, so more width per "
+                                "head leaves room for fewer heads")
+    if n > D:
+        return failed(question, f"h={n} is more heads than the D={D} features they share between them")
     if D % n != 0:
         return failed(
             question,
             f"h={n} does not divide D={D}: the heads would not all have the same width (D % h = {D % n})",
         )
     if n == d_h:
-        return failed(question, f"{n} is the head width d_h; the number of heads is h = D / d_h")
-    return failed(question, f"with h={n} each head would be d_h = {D // n} wide, not {d_h}; use h = D / d_h")
+        return failed(question, f"{n} is the head width d_h itself; the question asks how many heads of that "
+                                f"width fit side by side in D")
+    return failed(question, f"with h={n} each head would be d_h = {D // n} wide, not {d_h}")
 
 
 def check_head_columns(answer: Any, wq: Any, head: int, heads: int) -> Verdict:
@@ -86,7 +112,8 @@ def check_head_columns(answer: Any, wq: Any, head: int, heads: int) -> Verdict:
     w = reference_array("wq", wq, "(D, D)", rank=2)
     d_h = head_width(w.shape[1], heads)
     head = check_int("head", head, low=0, high=heads - 1)
-    got = array_answer(question, answer, "wq[:, head*d_h:(head+1)*d_h]")
+    shape = f"(D, d_h) = ({w.shape[0]}, {d_h})"
+    got = array_answer(question, answer, f"an array of shape {shape} cut out of wq")
     if isinstance(got, Verdict):
         return got
     start, stop = head * d_h, (head + 1) * d_h
@@ -102,15 +129,16 @@ def check_head_columns(answer: Any, wq: Any, head: int, heads: int) -> Verdict:
     ]
     candidates += [
         (w[:, other * d_h : (other + 1) * d_h],
-         f"that is the block of head {other}; head {head} starts at column head*d_h = {start}")
+         f"that is the block of head {other}, a neighbour: head {head}'s block lies to its "
+         f"{'right' if other < head else 'left'} (heads are counted from 0)")
         for other in (head - 1, head + 1)
         if 0 <= other < heads
     ]
     mistake = first_match(got, candidates)
-    return failed(
-        question,
-        mistake or f"expected shape (D, d_h) = ({w.shape[0]}, {d_h}): wq[:, head*d_h:(head+1)*d_h]; got {got.shape}",
-    )
+    if mistake is None and got.shape == right.shape:
+        mistake = (f"right shape {shape}, but not head {head}'s numbers: take whole columns of wq, the d_h "
+                   f"of them that belong to this head")
+    return failed(question, mistake or f"expected shape {shape}: one block of wq's columns; got {got.shape}")
 
 
 def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) -> Verdict:
@@ -119,15 +147,79 @@ def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) 
     question = "score multiplies"
     d_h = head_width(D, h)
     B, T, S = (check_int(name, value) for name, value in (("B", B), ("T", T), ("S", S)))
-    n = int_answer(question, answer, "B * h * T * S * d_h")
+    n = int_answer(question, answer, "one whole number: how many multiplications all the scores take")
     if isinstance(n, Verdict):
         return n
     right = B * h * T * S * d_h
     if n == right:
         return passed(question, f"B*h*T*S*d_h = B*T*S*D = {right}: set by the total head width D, not by h")
     mistake = first_match(n, [
-        (B * h * T * S * D, "each head's dot products are d_h long, not D long: use d_h = D / h"),
+        (B * h * T * S * D, "each head's dot products are d_h long, not D long: a head only sees its own "
+                            "d_h features"),
         (B * T * S * d_h, "that counts one head; all h heads compute their scores"),
-        (B * h * T * S, "that is the number of scores (weight entries); each score is a d_h-long dot product"),
+        (B * h * T * S, "that is the number of scores (weight entries); each score is itself a dot product"),
+        (2 * right, "that also counts the value mixing (weights @ v), which costs as much again; the "
+                    "question asks for the scores only"),
+        (B * h * T * T * d_h, "you used T twice: every query meets S keys, not T"),
+        (B * h * S * S * d_h, "you used S twice: there are T queries, not S"),
+        (h * T * S * d_h, "you left out the batch: each of the B sequences has its own scores"),
     ])
-    return failed(question, mistake or f"{n} is not it: each of the B*h*T*S scores is a dot product of length d_h")
+    return failed(question, mistake or f"{n} is not it: count the scores first, then the multiplications "
+                                       f"inside one score")
+
+
+# The problem the learner's `strongest_source` is run on: T != S, so an argmax over the wrong axis
+# also has the wrong shape, and random sharp rows so that every mistake below gives other numbers.
+_B, _H, _T, _S, _HEAD = 2, 3, 4, 6, 1
+
+
+def _problem() -> tuple[NDArray[np.float64], int]:
+    logits = 3.0 * np.random.default_rng(4).normal(size=(_B, _H, _T, _S))
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True), _HEAD
+
+
+def check_strongest_source(function: Any) -> Verdict:
+    """Question "strongest source": ``function(weights (B, h, T, S), head) -> (B, T)`` integers, the
+    source position each query of that head weighs most (``weights[:, head].argmax(axis=-1)``).
+
+    The function is run on a problem of its own (``T != S``). Recognises: the argmax over the query
+    axis, the average over heads, the head number used on the batch or query axis, every head or
+    only sequence 0 returned, a neighbouring head, the largest weights instead of their positions,
+    and an argmax over the flattened array.
+    """
+    question = "strongest source"
+    weights, head = _problem()
+    result = function_answer(question, function, (weights.copy(), head), "the body: for each sequence and "
+                             "query, the source position that head weighs most, as integers of shape (B, T)")
+    if isinstance(result, Verdict):
+        return result
+    got = array_answer(question, result, "an array")
+    if isinstance(got, Verdict):
+        return got
+    mine = weights[:, head]  # (B, T, S)
+    if same(got, mine.argmax(axis=-1)):
+        return passed(question, "the argmax over the last axis (S) of weights[:, head]: one source position "
+                                "per sequence and query")
+    mistake = first_match(got, [
+        (lambda: mine.argmax(axis=-2), "you took, for each source position, the query that weighs it most "
+                                       "(the maximum over axis -2, T); a query's weights run along its row"),
+        (lambda: weights.mean(axis=1).argmax(axis=-1), "you averaged over the heads first: that is the blurred "
+                                                       "map of section 2, not the chosen head's"),
+        (lambda: weights[head].argmax(axis=-1), "you used the head number on axis 0, which is the batch; "
+                                                "heads are axis 1"),
+        (lambda: weights[:, :, head].argmax(axis=-1), "you used the head number on axis 2, which is the "
+                                                      "queries; heads are axis 1"),
+        (lambda: weights.argmax(axis=-1), "that is every head's answer, (B, h, T); pick the one head asked for"),
+        (lambda: mine[0].argmax(axis=-1), "that is sequence 0 only; answer for every sequence in the batch"),
+        (lambda: mine.max(axis=-1), "those are the largest weights themselves; the question asks where they "
+                                    "are (source positions)"),
+        (lambda: mine.argmax(), "an argmax without an axis flattens the array and returns one number"),
+        *[(lambda other=other: weights[:, other].argmax(axis=-1), f"that is head {other}, a neighbour of the head "
+           f"asked for (heads are counted from 0)") for other in (head - 1, head + 1)],
+    ])
+    if mistake is None and got.shape == (_B, _T):
+        mistake = "right shape (B, T), but these are not the positions of the head's largest weights"
+    return failed(question, mistake or f"expected one source position per sequence and query, shape "
+                                       f"(B, T) = ({_B}, {_T}) here, where weights is {weights.shape}; "
+                                       f"got shape {got.shape}")

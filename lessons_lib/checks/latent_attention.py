@@ -1,16 +1,20 @@
 """Quick check of the lesson "Latent attention" (MLA; checkers in ``lessons_lib.checks.latent_attention``):
-cache size, absorption, the GQA equivalent.
+keys rebuilt from the latent, absorption, scores against the latent, cache size, the GQA equivalent.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
-mistakes people make most often (reading the config's ``num_key_value_heads`` as if MLA cached
-per-head keys and values, forgetting the rotary key, counting the latent twice, ...).
+mistakes people make most often (the value up-projection where the key one belongs, the heads summed
+or transposed, the config's ``num_key_value_heads`` read as if MLA cached per-head keys and values,
+the rotary key forgotten, the latent counted twice, ...). A "not yet" message names the mistake,
+never the right answer.
 
-Notation: ``h`` heads, ``d_h`` head width, ``d_c`` latent width (``kv_lora_rank``), ``d_rope``
-rotary key width (``qk_rope_head_dim``), ``D`` model width.
+Notation: ``h`` heads, ``d_nope`` position-free query/key width, ``d_h`` head width of a GQA
+comparison, ``d_c`` latent width (``kv_lora_rank``), ``d_rope`` rotary key width
+(``qk_rope_head_dim``), ``D`` model width.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +25,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
     int_answer,
     number_answer,
     passed,
@@ -28,7 +33,177 @@ from lessons_lib.checks import (
     same,
 )
 
-__all__ = ["check_absorbed_query_weight", "check_equivalent_kv_heads", "check_mla_cache_elements"]
+__all__ = [
+    "check_absorbed_query_weight",
+    "check_equivalent_kv_heads",
+    "check_latent_scores",
+    "check_mla_cache_elements",
+    "check_rebuilt_keys",
+]
+
+Floats = NDArray[np.float64]
+
+
+def check_rebuilt_keys(answer: Any, latent: Any, w_uk: Any, w_uv: Any) -> Verdict:
+    """Question "rebuilt keys": every head's keys ``latent @ w_uk[i]``, shape ``(B, h, T, d_nope)``.
+
+    Args:
+        latent: the cached latents ``(B, T, d_c)``.
+        w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
+        w_uv: per-head value up-projections ``(h, d_c, d_v)``, to recognise values handed in as keys.
+
+    Recognises: the value up-projection used, heads after tokens ``(B, T, h, d_nope)``, each head's
+    keys transposed ``(B, h, d_nope, T)``, heads concatenated ``(B, T, h * d_nope)``, one head only,
+    and the heads summed.
+    """
+    question = "rebuilt keys"
+    c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
+    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
+    wuv = reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
+    a = array_answer(question, answer, "an array of shape (B, h, T, d_nope): every head's keys")
+    if isinstance(a, Verdict):
+        return a
+    right: Floats = np.einsum("btc,hcn->bhtn", c, wuk)  # (B, T, d_c) x (h, d_c, d_nope) -> (B, h, T, d_nope)
+    if same(a, right):
+        return passed(question, f"latent @ w_uk[i] for every head i: shape (B, h, T, d_nope) = {right.shape}")
+    B, h, T, d_nope = right.shape
+    mistake = first_match(a, [
+        (lambda: np.einsum("btc,hcv->bhtv", c, wuv),
+         "those are the values: you used w_uv, the value up-projection; keys come from w_uk"),
+        (right.transpose(0, 2, 1, 3),
+         "your heads axis comes after the tokens, (B, T, h, d_nope); put it before them, (B, h, T, d_nope), "
+         "as every lesson lays out per-head arrays"),
+        (np.swapaxes(right, -1, -2),
+         "each head's keys are transposed, (B, h, d_nope, T); keep one row per token: (B, h, T, d_nope)"),
+        (right.transpose(0, 2, 1, 3).reshape(B, T, h * d_nope),
+         "you concatenated the heads into (B, T, h * d_nope); keep the heads as their own axis"),
+        (right[:, 0], "that is head 0 only; every head has its own w_uk[i], stack them all"),
+        (right.sum(axis=1), "you summed over the heads; every head keeps its own keys"),
+    ])
+    return failed(
+        question,
+        mistake or f"not the keys rebuilt from the latent with each head's key up-projection (your shape "
+        f"{a.shape}, expected {right.shape})",
+    )
+
+
+def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = None) -> Verdict:
+    """Question "absorbed query": the per-head matrices ``w_q[i] @ w_uk[i].T``, shape ``(h, D, d_c)``.
+
+    Args:
+        w_q: per-head query projections ``(h, D, d_nope)``.
+        w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
+        w_uv: optional per-head value up-projections ``(h, d_c, d_v)``; given, the checker also
+            recognises the value up-projection absorbed in place of the key one.
+
+    Recognises: the result summed over heads, the transposed result ``(h, d_c, D)``, the value of
+    one head only, and (with ``w_uv``) the wrong up-projection.
+    """
+    question = "absorbed query"
+    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
+    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
+    wuv = None if w_uv is None else reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
+    a = array_answer(question, answer, "an array of shape (h, D, d_c): one absorbed query matrix per head")
+    if isinstance(a, Verdict):
+        return a
+    right: Floats = np.einsum("hdn,hcn->hdc", wq, wuk)
+    if same(a, right):
+        return passed(
+            question,
+            f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
+            f"meet the latent directly",
+        )
+    mistakes: list[tuple[Any, str]] = [
+        (right.sum(axis=0),
+         "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
+         "because each head has its own W_uk"),
+        (np.swapaxes(right, -1, -2),
+         "your matrices are transposed, (h, d_c, D); the query side maps a token's D features to "
+         "d_c latent features, so each head's matrix is (D, d_c)"),
+        (right[0], "that is head 0 only; stack all heads: shape (h, D, d_c)"),
+    ]
+    if wuv is not None:
+        mistakes.append((lambda: np.einsum("hdn,hcn->hdc", wq, wuv),
+                         "you absorbed w_uv, the value up-projection; the scores need the keys' w_uk"))
+    mistake = first_match(a, mistakes)
+    return failed(
+        question,
+        mistake or f"not the query projection with each head's key up-projection folded in (your shape "
+        f"{a.shape}, expected {right.shape})",
+    )
+
+
+def _scores_problem(x: Floats, w_dkv: Floats, w_q: Floats, w_uk: Floats) -> tuple[tuple[Floats, ...], Floats]:
+    """The arguments ``(x, latent, w_q_absorbed)`` of a latent-scores function and the explicit scores."""
+    latent = x @ w_dkv  # (B, S, D) @ (D, d_c) -> (B, S, d_c)
+    q = np.einsum("btd,hdn->bhtn", x, w_q)  # (B, h, T, d_nope)
+    k = np.einsum("bsc,hcn->bhsn", latent, w_uk)  # (B, h, S, d_nope), rebuilt only to compare
+    explicit: Floats = q @ np.swapaxes(k, -1, -2)  # (B, h, T, S)
+    return (x.copy(), latent, np.einsum("hdn,hcn->hdc", w_q, w_uk)), explicit
+
+
+def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) -> Verdict:
+    """Question "latent scores": ``function(x, latent, w_q_absorbed)`` returns the raw (unscaled)
+    scores ``(B, h, T, S)`` of every head against the latent, without the key up-projection.
+
+    The function is called on ``x (B, T, D)`` with the latent ``x @ w_dkv`` and the absorbed
+    matrices built from ``w_q (h, D, d_nope)`` and ``w_uk (h, d_c, d_nope)``, and compared with the
+    explicit scores ``q_i @ k_i.T``. It never sees ``w_uk``, so it must use the absorbed route; it is
+    then run on a second layer of other sizes, which catches answers tied to the lesson's globals.
+
+    Recognises: the heads summed, one head only, each head's scores transposed, and a scale of
+    ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)`` (the question asks for raw scores).
+    """
+    question = "latent scores"
+    xs = reference_array("x", x, "(B, T, D)", rank=3)
+    wdkv = reference_array("w_dkv", w_dkv, "(D, d_c)", rank=2)
+    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
+    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
+    args, right = _scores_problem(xs, wdkv, wq, wuk)
+    what = "the body of your function: it returns the raw scores (B, h, T, S) of every head against the latent"
+    result = function_answer(question, function, args, what)
+    if isinstance(result, Verdict):
+        return result
+    a = array_answer(question, result, what)
+    if isinstance(a, Verdict):
+        return a
+    if not same(a, right):
+        d_c, d_nope = wuk.shape[1], wuk.shape[2]
+        mistake = first_match(a, [
+            (right.sum(axis=1), "you summed over the heads; every head has its own scores, (B, h, T, S)"),
+            (right[:, 0], "that is head 0 only; keep every head: (B, h, T, S)"),
+            (np.swapaxes(right, -1, -2),
+             "each head's scores are transposed, (B, h, S, T); rows are queries, columns are latents"),
+            (right / math.sqrt(d_nope),
+             "you scaled by 1/sqrt(d_nope): right for attention, but here we want the raw scores to compare "
+             "them with the explicit q @ k.T; leave the scale out"),
+            (right / math.sqrt(d_c),
+             "you scaled by 1/sqrt(d_c), which would be wrong even in attention: the scale stays "
+             "1/sqrt(d_nope), the width of the keys we never build. Here leave the scale out"),
+        ])
+        return failed(
+            question,
+            mistake or f"these are not the explicit scores q_i . k_i of each head (your shape {a.shape}, "
+            f"expected {right.shape})",
+        )
+    rng = np.random.default_rng(6)  # a second layer of other sizes: B=2, T=S=3, D=5, h=3, d_c=2, d_nope=7
+    other_args, other_right = _scores_problem(
+        rng.standard_normal((2, 3, 5)), rng.standard_normal((5, 2)), rng.standard_normal((3, 5, 7)),
+        rng.standard_normal((3, 2, 7)),
+    )
+    other = function_answer(question, function, other_args, what)
+    if isinstance(other, Verdict) or not same(array_answer(question, other, what), other_right):
+        why = f" ({other.message})" if isinstance(other, Verdict) else ""
+        return failed(
+            question,
+            f"right for this layer, but not for another layer of other sizes{why}: use only the arguments "
+            "x, latent and w_q_absorbed, not the notebook's variables (layer, h, d_c, ...)",
+        )
+    return passed(
+        question,
+        f"queries projected to the d_c = {wuk.shape[1]} latent features meet the latent directly; the "
+        f"scores {right.shape} equal the explicit q_i @ k_i.T of every head, and no key was built",
+    )
 
 
 def check_mla_cache_elements(
@@ -44,7 +219,7 @@ def check_mla_cache_elements(
     rotary key counted per head, and one layer instead of all.
     """
     question = "MLA cache"
-    a = int_answer(question, answer, "layers * (d_c + d_rope)")
+    a = int_answer(question, answer, "one whole number: the numbers cached per token, summed over all layers")
     if isinstance(a, Verdict):
         return a
     right = layers * (latent_width + rope_width)
@@ -74,69 +249,48 @@ def check_mla_cache_elements(
         (latent_width + rope_width,
          f"that is one layer; every one of the {layers} layers keeps its own latent and rotary key"),
     ])
-    return failed(question, mistake or f"expected layers x (d_c + d_rope) = {layers} x ({latent_width} + {rope_width})")
-
-
-def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any) -> Verdict:
-    """Question "absorbed query": the per-head matrices ``w_q[i] @ w_uk[i].T``, shape ``(h, D, d_c)``.
-
-    Args:
-        w_q: per-head query projections ``(h, D, d_nope)``.
-        w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
-
-    Recognises: the result summed over heads, the transposed result ``(h, d_c, D)``, and the
-    value of one head only.
-    """
-    question = "absorbed query"
-    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
-    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
-    a = array_answer(question, answer, "the (h, D, d_c) absorbed matrices")
-    if isinstance(a, Verdict):
-        return a
-    right: NDArray[np.float64] = np.einsum("hdn,hcn->hdc", wq, wuk)
-    if same(a, right):
-        return passed(
-            question,
-            f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
-            f"meet the latent directly",
-        )
-    mistake = first_match(a, [
-        (right.sum(axis=0),
-         "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
-         "because each head has its own W_uk"),
-        (np.swapaxes(right, -1, -2),
-         "your matrices are transposed, (h, d_c, D); the query side maps D features to d_c "
-         "latent features: w_q[i] @ w_uk[i].T has shape (D, d_c)"),
-        (right[0], "that is head 0 only; stack all heads: shape (h, D, d_c)"),
-    ])
     return failed(
-        question, mistake or f"expected w_q[i] @ w_uk[i].T for each head i, shape {right.shape}; got shape {a.shape}"
+        question,
+        mistake or f"not a count we recognise: what does one layer keep for each token (see section 5), "
+        f"and how many of the {layers} layers keep it?",
     )
 
 
-def check_equivalent_kv_heads(answer: Any, *, latent_width: int, rope_width: int, head_dim: int) -> Verdict:
+def check_equivalent_kv_heads(
+    answer: Any, *, latent_width: int, rope_width: int, head_dim: int, kv_heads: int | None = None
+) -> Verdict:
     """Question "GQA equivalent": ``(d_c + d_rope) / (2 * d_h)`` KV heads give the same cache.
 
-    Recognises: the factor 2 forgotten (K and V), and the rotary key forgotten.
+    ``kv_heads`` (optional) is the config's ``num_key_value_heads``, to recognise it handed in.
+
+    Recognises: the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
+    ratio upside down, and the config's ``num_key_value_heads``.
     """
     question = "GQA equivalent"
-    a = number_answer(question, answer, "(d_c + d_rope) / (2 * d_h)")
+    what = "one number (it need not be whole): the KV heads of width d_h a GQA cache would need"
+    a = number_answer(question, answer, what)
     if isinstance(a, Verdict):
         return a
-    right = (latent_width + rope_width) / (2 * head_dim)
+    mla = latent_width + rope_width
+    right = mla / (2 * head_dim)
     if same(a, right):
         return passed(
             question,
             f"({latent_width} + {rope_width}) / (2 x {head_dim}) = {right:g} KV heads: a GQA layer "
             f"caching a K and a V of width {head_dim} per KV head",
         )
-    mistake = first_match(a, [
-        ((latent_width + rope_width) / head_dim, "a GQA KV head caches a key AND a value: divide by 2 * d_h, not d_h"),
-        (latent_width / (2 * head_dim),
-         f"you left out the rotary key; MLA caches d_c + d_rope = {latent_width + rope_width}"),
-    ])
+    mistakes: list[tuple[Any, str]] = [
+        (mla / head_dim, "a GQA KV head caches a key AND a value: it holds twice d_h numbers per token"),
+        (latent_width / (2 * head_dim), f"you left out the rotary key; MLA caches d_c + d_rope = {mla} per layer"),
+        (latent_width / head_dim, "you left out the rotary key, and a GQA KV head holds a key AND a value"),
+        (2 * head_dim / mla, "your ratio is upside down: divide what MLA caches by what one KV head caches"),
+    ]
+    if kv_heads is not None:
+        mistakes.append((kv_heads, f"that is the config's num_key_value_heads ({kv_heads}): how many heads "
+                                   "the rebuilt keys have, not the size of what MLA caches"))
+    mistake = first_match(a, mistakes)
     return failed(
         question,
-        mistake or "expected (d_c + d_rope) / (2 * d_h): MLA's numbers per token and layer divided by what one "
-        "GQA KV head stores",
+        mistake or "not the count we expected: divide MLA's numbers per token and layer by what one GQA "
+        "KV head stores per token and layer",
     )

@@ -1,12 +1,11 @@
 """Quick check of the lesson "One head" (checkers in ``lessons_lib.checks.one_head``): the scores,
-the weights, the causal mask and the output.
+the weights, the causal mask, the output, a whole attention function and cross-attention.
 
-Each checker compares a learner's answer with the right one and, when it is wrong, with the
-mistakes people make most often (no scale, the wrong axis, an inverted mask, ...). A recognised
-mistake is named in the verdict; anything else gets the expected shape and formula.
-
-Notation: ``T`` query length, ``S`` source length, ``d`` query/key width, ``d_v`` value width.
-Answers may be NumPy arrays, nested lists or torch tensors.
+Each checker compares a learner's answer with the right one and with the mistakes people make
+most often (no scale, the wrong axis, an inverted mask, ...), names a recognised mistake, and
+otherwise gives the expected shape, never the solution. It never raises on a learner's answer
+(NumPy arrays, nested lists or torch tensors). ``T`` query length, ``S`` source length, ``d``
+query/key width, ``d_v`` value width.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
     mask_answer,
     passed,
     reference_array,
@@ -30,209 +30,305 @@ from lessons_lib.checks import (
 )
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
-__all__ = ["check_causal_mask", "check_output", "check_scores", "check_weights"]
+__all__ = [
+    "check_attention_function", "check_causal_mask", "check_cross_attention", "check_output", "check_scores",
+    "check_weights",
+]
 
 Floats = NDArray[np.float64]
+NAN = "NaN: a softmax ran over a line with no allowed position (all -inf): the wrong axis or an inverted mask?"
+
+
+def _unknown(layout: str, expected: tuple[int, ...], got: tuple[int, ...]) -> str:
+    return f"expected shape {layout} = {expected}; yours has shape {got} and other values"
 
 
 def _unscaled(q: Floats, k: Floats) -> Floats:
     return q @ np.swapaxes(k, -1, -2)  # (..., T, d) @ (..., d, S) -> (..., T, S)
 
 
+def _mixed(scores: Floats, v: Floats, mask: Any = None, axis: int = -1) -> Floats:
+    """softmax(scores with blocked entries at -inf) @ v: the right route or, with odd arguments, a mistake."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    return softmax(scores, axis=axis) @ v
+
+
 def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
-    """Question "scores": the scaled scores ``q @ k.T / sqrt(d)``, shape ``(T, S)``.
+    """Question "scores": the scaled scores of queries ``q (..., T, d)`` against keys ``k (..., S, d)``.
 
-    Args:
-        answer: the learner's scores, expected ``(..., T, S)``.
-        q: queries ``(..., T, d)``.
-        k: keys ``(..., S, d)``.
-
-    Recognises: no scale, dividing by ``d``, multiplying by ``sqrt(d)``, ``k @ q.T`` (transposed),
-    and dividing by the square root of a length (``T`` or ``S``) instead of the width ``d``.
+    Recognises: no scale, dividing by ``d``, multiplying by ``sqrt(d)``, ``k @ q.T`` (transposed,
+    with or without the scale) and dividing by the square root of a length (``T`` or ``S``).
     """
     question = "scores"
     qf = reference_array("q", q, "(..., T, d)", min_rank=2)
     kf = reference_array("k", k, "(..., S, d)", min_rank=2)
-    a = array_answer(question, answer, "q @ k.T / np.sqrt(d)")
+    raw = _unscaled(qf, kf)
+    a = array_answer(question, answer, f"the scaled scores, an array of shape (T, S) = {raw.shape}")
     if isinstance(a, Verdict):
         return a
     T, d = qf.shape[-2:]
     S = kf.shape[-2]
-    raw = _unscaled(qf, kf)
     if same(a, raw / math.sqrt(d)):
         return passed(question, f"scores = q @ k.T / sqrt(d) with d={d}; shape (T, S) = {raw.shape}")
     mistake = first_match(a, [
-        (raw,
-         f"you forgot the scale: divide q @ k.T by sqrt(d) = sqrt({d}), so the scores keep a "
-         f"variance near 1 whatever d is"),
-        (lambda: raw / d,
-         f"you scaled by 1/d instead of 1/sqrt(d): the variance of q.k grows like d, so its "
-         f"standard deviation grows like sqrt(d); divide by np.sqrt({d})"),
-        (lambda: raw * math.sqrt(d), "you multiplied by sqrt(d); divide by it instead"),
+        (raw, f"you forgot the scale: these are the raw dot products, whose variance grows like d = {d}"),
+        (lambda: raw / d, f"you divided by d = {d}: the spread of q·k grows like sqrt(d), not like d"),
+        (lambda: raw * math.sqrt(d), "you multiplied by sqrt(d); the scale makes the scores smaller, not bigger"),
         (lambda: np.swapaxes(raw, -1, -2) / math.sqrt(d),
-         f"you computed k @ q.T, which is (S, T); scores have one row per query: q @ k.T is "
-         f"(T, S) = ({T}, {S})"),
-        (lambda: np.swapaxes(raw, -1, -2), "you computed k @ q.T and forgot the scale; use q @ k.T / sqrt(d)"),
-        (lambda: raw / math.sqrt(S),
-         f"you divided by sqrt(S), the number of source positions; d is the feature width "
-         f"q.shape[-1] = {d}"),
-        (lambda: raw / math.sqrt(T),
-         f"you divided by sqrt(T), the number of queries; d is the feature width q.shape[-1] = {d}"),
+         f"transposed: yours is k @ q.T, shape (S, T); scores have one row per query, shape (T, S) = ({T}, {S})"),
+        (lambda: np.swapaxes(raw, -1, -2), "you computed k @ q.T (one row per key) and forgot the scale"),
+        (lambda: raw / math.sqrt(S), f"you divided by sqrt(S), a length; the scale uses the feature width d = {d}"),
+        (lambda: raw / math.sqrt(T), f"you divided by sqrt(T), a length; the scale uses the feature width d = {d}"),
     ])
-    if mistake is not None:
-        return failed(question, mistake)
-    return failed(
-        question,
-        f"expected q @ k.T / sqrt(d) with shape {raw.shape} (T={T}, S={S}, d={d}); "
-        f"your answer has shape {a.shape} and different values",
-    )
+    return failed(question, mistake or _unknown("(T, S)", raw.shape, a.shape))
 
 
-def check_weights(answer: Any, scores: Any) -> Verdict:
-    """Question "weights": softmax of ``scores (..., T, S)`` over the source axis (the last one).
+def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
+    """Question "weights": attention weights from ``scores (..., T, S)``, with an optional boolean
+    mask ``allowed`` broadcastable to ``(..., T, S)`` (``True`` = may attend).
 
-    Recognises: softmax over the query axis, softmax over the whole matrix, dividing by the row
-    sum without ``exp``, ``exp`` without dividing, and returning the scores unchanged.
+    Recognises: the query axis, the whole matrix at once, no ``exp``, ``exp`` without dividing,
+    the scores unchanged; with a mask: the mask ignored, applied after the softmax without
+    renormalising, blocked scores set to 0 instead of -inf, and the mask inverted.
     """
     question = "weights"
     sf = reference_array("scores", scores, "(..., T, S)", min_rank=2)
-    a = array_answer(question, answer, "softmax(scores, axis=-1)")
+    mask = None if allowed is None else reference_mask("allowed", allowed, "(..., T, S)")
+    a = array_answer(question, answer, f"the attention weights, an array of shape (T, S) = {sf.shape}")
     if isinstance(a, Verdict):
         return a
-    if same(a, softmax(sf, axis=-1)):
-        return passed(question, "softmax over the source axis (axis=-1): every query's row sums to 1")
-    flat = sf.reshape(*sf.shape[:-2], -1)
-    mistake = first_match(a, [
-        (lambda: softmax(sf, axis=-2),
-         "you took the softmax over the query axis (axis 0 / -2), so each column sums to 1; a "
-         "query shares its attention among the source positions: use axis=-1"),
+    keep = np.ones(sf.shape, dtype=bool) if mask is None else np.broadcast_to(mask, sf.shape)
+    masked = np.where(keep, sf, -np.inf)
+    if same(a, softmax(masked, axis=-1)):
+        blocked = "" if mask is None else "; blocked positions get weight exactly 0"
+        return passed(question, f"softmax over the source axis (axis=-1): every query's row sums to 1{blocked}")
+    if np.isnan(a).any():
+        return failed(question, f"your weights contain {NAN}")
+    flat = masked.reshape(*sf.shape[:-2], -1)
+    kept = np.where(keep, sf, 0.0)
+    candidates: list[tuple[Any, str]] = [
+        (lambda: softmax(masked, axis=-2),
+         "you took the softmax over the query axis (axis 0 / -2), so each column sums to 1; a query "
+         "shares its attention among the source positions: use axis=-1"),
         (lambda: softmax(flat, axis=-1).reshape(sf.shape),
-         "you normalised the whole matrix at once (all entries sum to 1); normalise each query's "
-         "row separately: softmax(scores, axis=-1)"),
-        (lambda: sf / sf.sum(axis=-1, keepdims=True),
-         "you divided the scores by their row sum without exponentiating; negative scores then "
-         "give negative 'weights'. Apply np.exp first (that is the softmax)"),
-        (lambda: np.exp(sf), "you exponentiated but did not divide by the row sum; the rows must sum to 1"),
-        (sf, "these are the scores themselves; apply the softmax over axis=-1"),
-    ])
-    if mistake is not None:
-        return failed(question, mistake)
-    if a.shape == sf.shape and not same(a.sum(axis=-1), np.ones(sf.shape[:-1])):
-        return failed(question, "your rows do not sum to 1; expected softmax(scores, axis=-1)")
-    return failed(
-        question,
-        f"expected softmax(scores, axis=-1) with shape {sf.shape}; your answer has shape "
-        f"{a.shape} and different values",
-    )
+         "you normalised the whole matrix at once (all entries sum to 1); each query's row is normalised on its own"),
+        (lambda: kept / kept.sum(axis=-1, keepdims=True),
+         "you divided the scores by their row sum without exponentiating; negative scores then give "
+         "negative 'weights'. The softmax exponentiates first"),
+        (lambda: np.exp(masked), "you exponentiated but did not divide by the row sum; the rows must sum to 1"),
+        (sf, "these are the scores themselves; they still need the softmax"),
+    ]
+    if mask is not None:
+        candidates += [
+            (lambda: softmax(sf, axis=-1), "the mask is ignored: the blocked positions still get weight"),
+            (lambda: softmax(sf, axis=-1) * keep,
+             "you zeroed the blocked weights after the softmax, so the rows no longer sum to 1; mask the scores first"),
+            (lambda: softmax(kept, axis=-1),
+             "you set the blocked scores to 0, but exp(0) = 1 still gives them weight; a blocked score must be -inf"),
+            (lambda: softmax(np.where(keep, -np.inf, sf), axis=-1),
+             "inverted mask: each query attends exactly where it must not. True = may attend"),
+        ]
+    mistake = first_match(a, candidates)
+    if mistake is None and a.shape == sf.shape and not same(a.sum(axis=-1), np.ones(sf.shape[:-1])):
+        mistake = "your rows do not sum to 1: each query's weights must be a probability distribution"
+    return failed(question, mistake or _unknown("(T, S)", sf.shape, a.shape))
 
 
 def _numeric_mask_mistake(a: NDArray[Any], expected: NDArray[np.bool_]) -> str:
     """What is wrong with a mask of numbers (not booleans)."""
+    T, S = expected.shape
     mistake = first_match(a, [
         (np.where(expected, 0.0, -np.inf),
-         "that is an additive mask (0 = attend, -inf = blocked); our attention takes a boolean "
-         "mask, True = may attend: use allowed = (mask == 0)"),
-        (expected,
-         f"right pattern, but dtype {a.dtype}: build a boolean mask (dtype=bool), e.g. "
-         f"np.tril(np.ones((T, S), dtype=bool))"),
-        (~expected,
-         "inverted convention with numbers: 1 marks the blocked positions; in our library True "
-         "means 'may attend', so use a boolean lower triangle"),
+         "that is an additive mask (0 = attend, -inf = blocked); ours is a boolean mask, True = may attend"),
+        (expected, f"right pattern, but dtype {a.dtype}: build a boolean mask (dtype=bool)"),
+        (np.tril(np.ones((T, S)), k=0) if T < S else None,
+         f"two things: dtype {a.dtype} instead of bool, and the triangle ignores the offset S - T = {S - T}"),
+        (~expected, "inverted convention with numbers: 1 marks the blocked positions; use booleans, True = may attend"),
     ])
     return mistake or f"expected a boolean mask, got dtype {a.dtype}"
 
 
 def check_causal_mask(answer: Any, T: int, S: int | None = None) -> Verdict:
-    """Question "mask": the boolean causal mask ``(T, S)``, ``True`` = may attend.
+    """Question "mask": the boolean causal mask ``(T, S)``, ``True`` = may attend, for ``T`` queries
+    that are the last ``T`` of ``S`` positions (query ``t`` sees positions ``0 .. S - T + t``).
 
-    Recognises: the inverted convention (``True`` = blocked), an additive mask of 0 / -inf, the
-    right pattern as 0/1 numbers, the transposed (upper) triangle, a missing diagonal, and no mask.
+    Recognises: the top-left triangle that ignores the offset ``S - T``, the inverted convention
+    (``True`` = blocked), the strict upper triangle, an additive mask of 0 / -inf, the right or
+    offset-less pattern as 0/1 numbers, ``(S, T)``, the transposed triangle, a missing diagonal, no mask.
     """
     question = "mask"
     expected = causal_mask(T, S)
-    a = mask_answer(question, answer, "a boolean (T, S) array")
+    T, S = expected.shape
+    offset = S - T
+    a = mask_answer(question, answer, f"a boolean array of shape (T, S) = {expected.shape}")
     if isinstance(a, Verdict):
         return a
     if a.shape != expected.shape:
-        return failed(question, f"expected shape (T, S) = {expected.shape}, got {a.shape}")
+        flipped = " (rows are queries, columns are source positions)" if a.shape == (S, T) else ""
+        return failed(question, f"expected shape (T, S) = {expected.shape}, got {a.shape}{flipped}")
     if a.dtype != np.bool_:
         return failed(question, _numeric_mask_mistake(a, expected))
     if same(a, expected):
-        return passed(question, "query t may attend to source positions up to t, itself included")
-    offset = expected.shape[1] - expected.shape[0]
+        return passed(question, f"query t sits at position {offset} + t and may attend to every position up to its own")
+    ones = np.ones((T, S), dtype=bool)
     mistake = first_match(a, [
+        (np.tril(ones) if offset else None,
+         f"you built the top-left triangle, which ignores the offset: the queries are the LAST {T} of "
+         f"{S} positions, so query 0 is position {offset} and may see positions 0..{offset}"),
         (~expected,
-         "inverted convention: your True marks the blocked (future) positions. In our library "
-         "True = may attend; negate your mask (~mask)"),
-        (np.tril(np.ones_like(a), k=offset - 1),
-         "you excluded the diagonal: a query may attend to its own position (the first query "
-         "would otherwise have nothing to attend to); use np.tril with k=0"),
-        (expected.T,  # only a square mask can be transposed into the same shape
-         "transposed: row t (a query) must allow columns 0..t, the lower triangle (np.tril); "
-         "your upper triangle lets each query see the future"),
-        (np.ones_like(a), "everything is allowed, so nothing is masked; causal means no future"),
+         "inverted convention: your True marks the blocked (future) positions. In our library True = may attend"),
+        (np.triu(ones, k=1) if offset else None,
+         f"two things: True marks the blocked positions (inverted convention), and the triangle ignores the offset "
+         f"S - T = {offset}"),
+        (np.tril(ones, k=offset - 1),
+         "you excluded the diagonal: a query may attend to its own position (otherwise the first has nothing to see)"),
+        (expected.T if offset == 0 else None,
+         "transposed: row t (a query) must allow the past, the lower triangle; your upper triangle shows the future"),
+        (ones, "everything is allowed, so nothing is masked; causal means no future"),
     ])
-    return failed(question, mistake or f"expected np.tril(np.ones({expected.shape}, dtype=bool), k={offset})")
+    return failed(question, mistake or f"expected query t to see positions 0 .. S - T + t (here S - T = {offset})")
 
 
 def check_output(answer: Any, q: Any, k: Any, v: Any, allowed: Any = None) -> Verdict:
-    """Question "output": attention output ``(T, d_v)`` of ``q, k, v`` with an optional mask.
+    """Question "output": the attention output ``(..., T, d_v)`` of ``q (..., T, d)``,
+    ``k (..., S, d)``, ``v (..., S, d_v)`` with an optional boolean mask (``True`` = may attend).
 
-    Args:
-        answer: the learner's output, expected ``(..., T, d_v)``.
-        q: queries ``(..., T, d)``; k: keys ``(..., S, d)``; v: values ``(..., S, d_v)``.
-        allowed: optional boolean mask broadcastable to ``(..., T, S)``, ``True`` = may attend.
-
-    Recognises: NaN (an empty row, usually an inverted mask), the weights returned instead of the
-    output, no scale, scaling by ``d``, softmax over the query axis, the mask ignored, the mask
-    inverted, and ``weights.T @ v``.
+    Recognises: NaN (an empty row), the weights instead of the output, no scale, scaling by
+    ``d``, softmax over the query axis, ``weights.T @ v``, the mask ignored or inverted.
     """
     question = "output"
     qf = reference_array("q", q, "(..., T, d)", min_rank=2)
     kf = reference_array("k", k, "(..., S, d)", min_rank=2)
     vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
     mask = None if allowed is None else reference_mask("allowed", allowed, "(..., T, S)")
-    a = array_answer(question, answer, "weights @ v")
+    expected, weights = attention(qf, kf, vf, mask)
+    a = array_answer(question, answer, f"the attention output, an array of shape (T, d_v) = {expected.shape}")
     if isinstance(a, Verdict):
         return a
-    expected, weights = attention(qf, kf, vf, mask)
     if same(a, expected):
         return passed(question, f"one weighted mixture of the values per query, shape {expected.shape}")
     if np.isnan(a).any():
-        return failed(
-            question,
-            "your output contains NaN: some query row had no allowed position, so its softmax was "
-            "0/0. Usually the mask is inverted (True must mean 'may attend')",
-        )
+        return failed(question, f"your output contains {NAN}")
     d = qf.shape[-1]
     raw = _unscaled(qf, kf)
-
-    def mixed(scores: Floats, mask_used: Any, axis: int = -1) -> Floats:
-        if mask_used is not None:
-            scores = np.where(mask_used, scores, -np.inf)
-        return softmax(scores, axis=axis) @ vf
-
     candidates: list[tuple[Any, str]] = [
-        (weights, "these are the attention weights (T, S); the output mixes the values: weights @ v"),
-        (lambda: mixed(raw, mask), f"you forgot the scale: the scores must be q @ k.T / sqrt(d) with d={d}"),
-        (lambda: mixed(raw / d, mask), "you scaled the scores by 1/d instead of 1/sqrt(d)"),
-        (lambda: mixed(raw / math.sqrt(d), mask, axis=-2),
+        (weights, "these are the attention weights (T, S); the output mixes the values with them"),
+        (lambda: _mixed(raw, vf, mask), f"you forgot the scale 1/sqrt(d) (d={d}) on the scores"),
+        (lambda: _mixed(raw / d, vf, mask), "you scaled the scores by 1/d instead of 1/sqrt(d)"),
+        (lambda: _mixed(raw / math.sqrt(d), vf, mask, axis=-2),
          "your softmax ran over the query axis; it must run over the source axis (axis=-1)"),
-        (lambda: np.swapaxes(weights, -1, -2) @ vf,
-         "you used weights.T @ v; the weights are already (T, S), so use weights @ v"),
+        (lambda: np.swapaxes(weights, -1, -2) @ vf, "you used weights.T @ v; the weights are already (T, S)"),
     ]
     if mask is not None:
         candidates += [
-            (lambda: mixed(raw / math.sqrt(d), None),
-             "the mask was not applied: set the scores of disallowed positions to -inf before the softmax"),
-            (lambda: mixed(raw / math.sqrt(d), ~mask),
-             "inverted mask: you let each query attend exactly where it must not. True = may "
-             "attend, so keep the scores where allowed is True"),
+            (lambda: _mixed(raw / math.sqrt(d), vf), "the mask was not applied: blocked scores must be -inf"),
+            (lambda: _mixed(raw / math.sqrt(d), vf, ~mask),
+             "inverted mask: each query attends exactly where it must not. True = may attend"),
         ]
     mistake = first_match(a, candidates)
-    return failed(
-        question,
-        mistake
-        or f"expected softmax(q @ k.T / sqrt(d), axis=-1) @ v with shape {expected.shape}; your "
-        f"answer has shape {a.shape} and different values",
-    )
+    return failed(question, mistake or _unknown("(T, d_v)", expected.shape, a.shape))
+
+
+LATER = "right for T = S = 5, d = 4, but not for T = 2, S = 6, d = 3, d_v = 4"
+BORROWED = "you called a finished attention; write the three steps yourself (a softmax helper is fine)"
+
+
+def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) -> str | None:
+    """The verdict on one returned ``(output, weights)`` pair: ``None`` if both are right."""
+    expected_out, expected_w = attention(q, k, v)
+    if same(out, expected_out) and same(w, expected_w):
+        return None
+    if same(out, expected_w) and same(w, expected_out):
+        return "you returned (weights, output); return the output first, then the weights"
+    d = q.shape[-1]
+    raw = _unscaled(q, k)
+    weight_mistakes: list[tuple[Any, str]] = [
+        (lambda: softmax(raw), f"the weights have no scale: the scores must be divided by sqrt(d) = sqrt({d})"),
+        (lambda: softmax(raw / d), f"you divided the scores by d = {d} instead of sqrt(d)"),
+        (lambda: softmax(raw / math.sqrt(d), axis=-2),
+         "your softmax runs over the query axis: each column sums to 1; each query's row must sum to 1 (axis=-1)"),
+        (lambda: softmax(raw.T / math.sqrt(d)), "your scores are k @ q.T (a row per key); scores have a row per query"),
+        (lambda: softmax(raw.T), "your scores are k @ q.T (one row per key) and unscaled"),
+        (lambda: softmax(raw / math.sqrt(k.shape[0])), "you divided by sqrt(S), a length; the scale uses the width d"),
+    ]
+    if not same(w, expected_w):
+        return first_match(w, weight_mistakes) or f"the weights are wrong: expected shape (T, S) = {expected_w.shape}"
+    output_mistake = first_match(out, [
+        (expected_w, "your output is the weights: they are not applied to v yet"),
+        (v, "your output is v itself: the weights are not applied to it"),
+        (lambda: expected_w.T @ v, "you used weights.T @ v; the weights are already (T, S)"),
+        (lambda: raw / math.sqrt(d) @ v, "you mixed the values with the scores, not with the weights (after softmax)"),
+    ])
+    return output_mistake or f"weights right, output wrong: {_unknown('(T, d_v)', expected_out.shape, out.shape)}"
+
+
+def check_attention_function(function: Any) -> Verdict:
+    """Question "attention function": ``function(q, k, v) -> (output (T, d_v), weights (T, S))``,
+    written from the steps (not by calling a finished attention), tried on two sets of inputs:
+    self-attention ``T = S = 5, d = 4, d_v = 2``, then cross-attention ``T = 2, S = 6, d = 3, d_v = 4``.
+
+    Recognises: a call of a finished attention, one array instead of a pair, the pair swapped, no
+    scale, scaling by ``d`` or ``sqrt(S)``, the wrong softmax axis, ``k @ q.T``, the weights not
+    applied to ``v``, ``weights.T @ v``, and code that works only for the first shapes.
+    """
+    question = "attention function"
+    names = set(getattr(getattr(function, "__code__", None), "co_names", ()))
+    if names & {"attention", "my_attention", "scaled_dot_product_attention"}:  # mha_numpy's, the lesson's, torch's
+        return failed(question, BORROWED)
+    rng = np.random.default_rng(11)
+    problems = [
+        (rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))),
+        (rng.normal(size=(2, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 4))),
+    ]
+    for trial, (q, k, v) in enumerate(problems):
+        what = "the body: return (output, weights), shapes (T, d_v) and (T, S)"
+        result = function_answer(question, function, (q.copy(), k.copy(), v.copy()), what)
+        if isinstance(result, Verdict):
+            return result if trial == 0 else failed(question, f"{LATER}: {result.message}")
+        if isinstance(result, (tuple, list)) and len(result) != 2:
+            return failed(question, f"return a pair (output, weights); yours has {len(result)} items")
+        if not isinstance(result, (tuple, list)):
+            alone = same(result, attention(q, k, v)[0])
+            return failed(question, "right output, but return the pair (output, weights)" if alone
+                          else "return a pair (output, weights), not a single value")
+        out = array_answer(question, result[0], "the output")
+        w = array_answer(question, result[1], "the weights")
+        if isinstance(out, Verdict) or isinstance(w, Verdict):
+            return failed(question, "the pair must hold two arrays of numbers, (output, weights)")
+        mistake = _attention_mistake(out, w, q, k, v)
+        if mistake is not None and trial == 1:
+            mistake = f"{LATER}: {mistake}. Read sizes from the arguments, not from the notebook"
+        if mistake is not None:
+            return failed(question, mistake)
+    return passed(question, "scaled scores, softmax over the source axis, weights @ v: right for self and cross")
+
+
+def check_cross_attention(answer: Any, asking: Any, read: Any, w_q: Any, w_k: Any, w_v: Any) -> Verdict:
+    """Question "cross-attention": the output when the stream ``asking (T, D)`` reads the stream
+    ``read (S, D)``, with the projections ``w_q, w_k, w_v (D, D)``; shape ``(T, D)``.
+
+    Recognises: the other direction, self-attention of either stream, no projections, the weights.
+    """
+    question = "cross-attention"
+    ask = reference_array("asking", asking, "(T, D)", rank=2)
+    src = reference_array("read", read, "(S, D)", rank=2)
+    wq, wk, wv = (reference_array(n, w, "(D, D)", rank=2) for n, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
+    a = array_answer(question, answer, "the cross-attention output, an array with one row per query")
+    if isinstance(a, Verdict):
+        return a
+    expected, weights = attention(ask @ wq, src @ wk, src @ wv)
+    if same(a, expected):
+        return passed(question, f"queries from the stream that asks, keys and values from the other: {expected.shape}")
+    mistake = first_match(a, [
+        (lambda: attention(src @ wq, ask @ wk, ask @ wv)[0],
+         "that is the other direction: queries come from the stream that asks, keys and values from the one it reads"),
+        (lambda: attention(ask @ wq, ask @ wk, ask @ wv)[0],
+         "that is self-attention of the asking stream: its keys and values must come from the stream it reads"),
+        (lambda: attention(src @ wq, src @ wk, src @ wv)[0], "that is self-attention of the stream being read"),
+        (lambda: attention(ask, src, src)[0], "you skipped the projections w_q, w_k, w_v"),
+        (weights, "these are the attention weights; the question asks for the output"),
+    ])
+    if mistake is None and a.shape == expected.shape:
+        mistake = "right shape, other values: check which stream gives queries, keys and values, and each projection"
+    return failed(question, mistake or f"expected one row per query of the asking stream; yours has shape {a.shape}")

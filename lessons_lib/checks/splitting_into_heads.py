@@ -1,14 +1,22 @@
-"""Quick check of the lesson "Splitting into heads" (checkers in ``lessons_lib.checks.splitting_into_heads``).
+"""Quick check of the lesson "Splitting into heads": one checker per exercise, each returning a `Verdict`
+that names the known mistake a wrong answer equals; a "not yet" message never spells out the solution.
 
-Each checker returns a `Verdict`. A wrong answer is compared with the mistakes learners usually
-make (a direct reshape into ``(B, h, T, d_h)``, a missing transpose, the wrong axes, an
-interleaved split, cutting the input into groups) and the verdict names the one it recognises.
+- `check_head_width`: ``d_h`` for ``D = 2048, h = 16``; D times h, h over D, D or h itself.
+- `check_head_reads`: the input features and ``W_q`` columns of head 1; the input cut into groups,
+  interleaved columns, another head's block, all columns.
+- `check_split` / `check_merge`: a learner's ``(B, T, D) <-> (B, h, T, d_h)`` function, run on
+  labelled inputs of two sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
+  interleaved features, heads averaged, summed or glued along the tokens, a call of the library.
+- `check_view_merge`: the PyTorch merge that ends in ``.view``; ``.view`` on the transposed tensor,
+  the same numerical mistakes as `check_merge`, ``.view`` not used.
 
-Notation: ``B`` batch, ``T`` tokens, ``D`` model width, ``h`` heads, ``d_h = D / h``.
+Notation: ``B`` batch, ``T`` tokens, ``D`` model width, ``h`` heads, ``d_h = D / h``. Only NumPy is
+imported: torch results go through the shared readers, torch inputs are made by ``like.new_tensor``.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,27 +28,23 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    function_answer,
     int_array_answer,
     number_answer,
     passed,
     same,
+    unanswered,
 )
 
 __all__ = [
-    "HEAD_READS_QUESTION",
-    "HEAD_WIDTH_QUESTION",
-    "check_head_reads",
-    "check_head_width",
-    "check_split",
-    "describe_label",
-    "known_wrong_splits",
-    "labelled_input",
+    "HEAD_READS_QUESTION", "HEAD_WIDTH_QUESTION", "SPLIT_CASES", "check_head_reads", "check_head_width", "check_merge",
+    "check_split", "check_view_merge", "describe_label", "known_wrong_merges", "known_wrong_splits", "labelled_input",
 ]
 
-SplitFn = Callable[[NDArray[np.float64], int], Any]
+Labels = NDArray[np.float64]
 
-# (B, T, D, h) for the split check. T, h and d_h all differ, so a missing transpose or a swapped
-# pair of axes changes the shape; two cases catch a function that hard-codes its sizes.
+# (B, T, D, h) for the split and merge checks. T, h and d_h all differ, so a missing transpose or a
+# swapped pair of axes changes the shape; two cases catch a function that hard-codes its sizes.
 SPLIT_CASES: tuple[tuple[int, int, int, int], ...] = ((2, 3, 8, 2), (1, 5, 12, 3))
 
 # Label layout: entry [b, t, f] holds 10000*b + 100*t + f, so every number says where it came from.
@@ -51,7 +55,7 @@ HEAD_WIDTH_QUESTION = {"D": 2048, "h": 16}
 HEAD_READS_QUESTION = {"D": 8, "h": 2, "head": 1}
 
 
-def labelled_input(B: int, T: int, D: int) -> NDArray[np.float64]:
+def labelled_input(B: int, T: int, D: int) -> Labels:
     """A ``(B, T, D)`` float64 array whose entry ``[b, t, f]`` is ``10000*b + 100*t + f``.
 
     Needs ``T < 100`` and ``D < 100`` so that the three parts of a label do not overlap.
@@ -61,7 +65,7 @@ def labelled_input(B: int, T: int, D: int) -> NDArray[np.float64]:
     b = np.arange(B)[:, None, None] * _BATCH_STEP
     t = np.arange(T)[None, :, None] * _TOKEN_STEP
     f = np.arange(D)[None, None, :]
-    labels: NDArray[np.float64] = (b + t + f).astype(np.float64)
+    labels: Labels = (b + t + f).astype(np.float64)
     return labels
 
 
@@ -77,113 +81,195 @@ def describe_label(value: float, B: int, T: int, D: int) -> str:
     return f"batch {b}, token {t}, feature {f}"
 
 
+def _split(x: NDArray[Any], heads: int) -> NDArray[Any]:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).transpose(0, 2, 1, 3)  # (B, T, D) -> (B, h, T, d_h)
+
+
 def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[Any], str]]:
     """The usual wrong ways to split ``x (B, T, D)`` into heads: name -> (result, explanation)."""
     B, T, D = x.shape
     d_h = D // heads
-    right_way = "reshape to (B, T, h, d_h), then swap axes 1 and 2: x.reshape(B, T, h, d_h).transpose(0, 2, 1, 3)"
     return {
         "direct reshape": (
             x.reshape(B, heads, T, d_h),
             "you reshaped (B, T, D) straight into (B, h, T, d_h). The shape is right but the numbers are "
             "not: the reshape reads the array in memory order, so head 0 receives whole tokens (all of "
-            f"token 0, then all of token 1, ...) chopped into rows of d_h. Instead, {right_way}",
+            "token 0, then all of token 1, ...) chopped into rows of d_h. Section 4 splits in two steps: "
+            "first give the head axis a place after the token axis, then move it forward",
         ),
         "missing transpose": (
             x.reshape(B, T, heads, d_h),
-            "you returned (B, T, h, d_h): the reshape is right but the transpose is missing, so the "
-            "head axis is still behind the token axis. Move it forward with .transpose(0, 2, 1, 3) "
-            "to get (B, h, T, d_h)",
+            "you returned (B, T, h, d_h): the reshape is right but the transpose is missing, so the head "
+            "axis is still behind the token axis",
         ),
         "interleaved features": (
             x.reshape(B, T, d_h, heads).transpose(0, 3, 1, 2),
-            "you split the feature axis as (d_h, h) instead of (h, d_h), so head i got the interleaved "
-            "features i, i + h, i + 2h, ... Head i owns the consecutive block of features "
-            f"i*d_h : (i+1)*d_h. {right_way[0].upper()}{right_way[1:]}",
+            "you cut the feature axis as (d_h, h) instead of (h, d_h), so head i got the interleaved "
+            "features i, i + h, i + 2h, ... Head i owns the consecutive block of features i*d_h : (i+1)*d_h",
         ),
         "wrong axes (B, h, d_h, T)": (
             x.reshape(B, T, heads, d_h).transpose(0, 2, 3, 1),
-            "you moved the axes to (B, h, d_h, T): the features ended up before the tokens. Use "
-            ".transpose(0, 2, 1, 3), which only swaps the token and head axes, to get (B, h, T, d_h)",
+            "you moved the axes to (B, h, d_h, T): the features ended up before the tokens. Only the "
+            "token and head axes should swap places",
         ),
         "wrong axes (h, B, T, d_h)": (
             x.reshape(B, T, heads, d_h).transpose(2, 0, 1, 3),
-            "you moved the head axis to the very front, (h, B, T, d_h). The batch axis must stay "
-            "first: use .transpose(0, 2, 1, 3) to get (B, h, T, d_h)",
+            "you moved the head axis to the very front, (h, B, T, d_h). The batch axis must stay first",
         ),
     }
 
 
-def _first_difference(got: NDArray[Any], want: NDArray[Any], B: int, T: int, D: int) -> str:
-    """Describe the first entry where ``got`` and ``want`` (both ``(B, h, T, d_h)``) differ."""
+def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any], str]]:
+    """The usual wrong ways to merge ``heads_out (B, h, T, d_h)`` back: name -> (result, explanation)."""
+    B, h, T, d_h = heads_out.shape
+    return {
+        "direct reshape": (
+            heads_out.reshape(B, T, h * d_h),
+            "you went from (B, h, T, d_h) straight to (B, T, D) in one reshape. The shape is right but the numbers are "
+            "not: in memory all of head 0 comes first, so token 0 received rows of head 0 only instead of "
+            "one block of d_h features from every head. The token axis has to come before the head axis "
+            "before the reshape",
+        ),
+        "interleaved features": (
+            heads_out.transpose(0, 2, 3, 1).reshape(B, T, h * d_h),
+            "you reshaped from (B, T, d_h, h), so the features of the heads alternate (head 0, head 1, ...) "
+            "instead of sitting side by side in blocks of d_h; this does not undo the split",
+        ),
+        "missing reshape": (
+            heads_out.transpose(0, 2, 1, 3),
+            "you returned (B, T, h, d_h): the axes are in the right order, but the last two are not yet "
+            "joined into one axis of width D",
+        ),
+        **{
+            f"heads {verb}": (combined, f"you {verb} the heads into (B, T, d_h): that throws the head axis away (a "
+                                        "different design, lesson 03). Merging keeps every head's d_h features")
+            for verb, combined in (("averaged", heads_out.mean(axis=1)), ("summed", heads_out.sum(axis=1)))
+        },
+        "heads glued along the tokens": (
+            heads_out.reshape(B, h * T, d_h),
+            "you put the heads one after another along the token axis, (B, h*T, d_h). The heads go side "
+            "by side along the feature axis; the tokens stay T",
+        ),
+    }
+
+
+def _first_difference(got: NDArray[Any], want: Labels, sizes: tuple[int, int, int]) -> str:
+    """Where ``got`` first differs from ``want`` (same shape), in label terms."""
     index = next((i for i in np.ndindex(want.shape) if not same(got[i], want[i])), None)
     if index is None:  # unreachable when `same(got, want)` is False
         return "the numbers differ"
-    b, head, t, j = index
-    return (
-        f"at [b={b}, head={head}, t={t}, j={j}] expected {describe_label(want[index], B, T, D)} but "
-        f"found {describe_label(got[index], B, T, D)}"
-    )
+    axes = ("b", "head", "t", "j") if want.ndim == 4 else ("b", "t", "f")
+    at = ", ".join(f"{a}={i}" for a, i in zip(axes, index, strict=True))
+    return f"at [{at}] expected {describe_label(want[index], *sizes)} but found {describe_label(got[index], *sizes)}"
 
 
-def check_split(fn: SplitFn) -> Verdict:
-    """Run ``fn(x (B, T, D), heads) -> (B, h, T, d_h)`` on labelled inputs and explain any mistake.
+def _uses(function: Any, name: str) -> bool:
+    """Whether ``function`` is named ``name`` or its code (nested functions too) refers to ``name``."""
+    code = getattr(function, "__code__", None)
+    stack = [code] if isinstance(code, types.CodeType) else []
+    while stack:
+        code = stack.pop()
+        if name in code.co_names:
+            return True
+        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return getattr(function, "__name__", None) == name
 
-    ``fn`` receives a NumPy float64 array; it may return a NumPy array or a torch tensor.
-    """
-    question = "split"
+
+def _run_cases(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any] = np.copy) -> Verdict:
+    """Run the learner's split (``split``) or merge ``fn`` on each of `SPLIT_CASES`; the first mistake,
+    or a passed `Verdict` with an empty message."""
     for B, T, D, heads in SPLIT_CASES:
-        d_h = D // heads
         x = labelled_input(B, T, D)
-        where = f"on x of shape (B, T, D) = {(B, T, D)} with heads={heads}"
-        try:
-            returned = fn(x.copy(), heads)
-        except Exception as error:  # the learner's code may raise anything; report it
-            return failed(question, f"{where} your function raised {type(error).__name__}: {error}")
-        if returned is None:
-            return failed(question, f"{where} your function returned None; return the (B, h, T, d_h) array")
-        result = array_answer(question, returned, "the (B, h, T, d_h) array")
+        heads_out = np.ascontiguousarray(_split(x, heads))
+        args: tuple[Any, ...]
+        if split:
+            where = f"on x of shape (B, T, D) = {x.shape} with heads={heads}"
+            args, want, layout, wrong = (convert(x), heads), heads_out, "(B, h, T, d_h)", known_wrong_splits(x, heads)
+        else:
+            where = f"on heads_out of shape (B, h, T, d_h) = {heads_out.shape}"
+            args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out)
+        returned = function_answer(question, fn, args, what)
+        if isinstance(returned, Verdict):
+            return failed(question, f"{where} {returned.message}") if returned.answered else returned
+        result = array_answer(question, returned, f"the {layout} array")
         if isinstance(result, Verdict):
             return failed(question, f"{where} {result.message}")
-        want = x.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
         if same(result, want):
             continue
-        wrong = known_wrong_splits(x, heads)
         mistake = first_match(result, [(value, f"{name}: {where}, {why}") for name, (value, why) in wrong.items()])
         if mistake is not None:
             return failed(question, mistake)
         if result.shape != want.shape:
-            return failed(
-                question,
-                f"{where} expected shape (B, h, T, d_h) = {want.shape} but got {tuple(result.shape)}",
-            )
-        if not same(np.sort(result, axis=None), np.sort(x, axis=None)):
-            return failed(
-                question,
-                f"{where} the result holds different numbers from the input; a split only moves the "
-                f"numbers of x into new places, it must not change them ({_first_difference(result, want, B, T, D)})",
-            )
-        return failed(
-            question,
-            f"{where} the shape is right but the numbers are not: {_first_difference(result, want, B, T, D)}",
-        )
-    return passed(question, "each head holds its own d_h consecutive features of every token, in (B, h, T, d_h)")
+            return failed(question, f"{where} expected shape {layout} = {want.shape} but got {tuple(result.shape)}")
+        first = _first_difference(result, want, (B, T, D))
+        if not same(np.sort(result, axis=None), np.sort(want, axis=None)):
+            return failed(question, f"{where} the result holds different numbers from the input; a split or merge "
+                                    f"only moves numbers, it must not change them ({first})")
+        return failed(question, f"{where} the shape is right but the numbers are not: {first}")
+    return passed(question, "")
+
+
+def check_split(fn: Any) -> Verdict:
+    """Run ``fn(x (B, T, D), heads) -> (B, h, T, d_h)`` on labelled inputs and explain any mistake.
+
+    ``fn`` receives a NumPy float64 array; it may return a NumPy array or a torch tensor.
+    """
+    verdict = _run_cases("split", fn, "split(x, heads): x has shape (B, T, D); return the (B, h, T, d_h) array", True)
+    if not verdict.ok:
+        return verdict
+    if _uses(fn, "split_heads"):
+        return failed("split", "the numbers are right, but your function calls split_heads: do the split yourself")
+    return passed("split", "each head holds its own d_h consecutive features of every token, in (B, h, T, d_h)")
+
+
+def check_merge(fn: Any) -> Verdict:
+    """Run ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)`` on labelled inputs and explain any mistake."""
+    what = "merge(heads_out): heads_out has shape (B, h, T, d_h); return the (B, T, D) array"
+    verdict = _run_cases("merge", fn, what, False)
+    if not verdict.ok:
+        return verdict
+    if _uses(fn, "merge_heads"):
+        return failed("merge", "the numbers are right, but your function calls merge_heads: do the merge yourself")
+    return passed("merge", "every token regains its D features, head 0's block, then head 1's, ...: merge undoes split")
+
+
+def check_view_merge(fn: Any, like: Any) -> Verdict:
+    """Run the torch merge ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)``, which must end in ``.view``.
+
+    The inputs are contiguous tensors made by ``like.new_tensor`` (``like``: any torch tensor; it
+    sets dtype and device), so this module needs no torch import.
+    """
+    question = "view merge"
+    if not callable(getattr(like, "new_tensor", None)):
+        raise TypeError(f"like must be a torch tensor (it makes the test inputs), got {type(like).__name__}")
+    what = "merge_with_view(heads_out): heads_out is a (B, h, T, d_h) tensor; return the (B, T, D) tensor"
+    verdict = _run_cases(question, fn, what, False, like.new_tensor)
+    if "view size is not compatible" in verdict.message:
+        return failed(question, ".view refused the transposed tensor: after .transpose its memory is no longer in "
+                                "(B, T, h, d_h) order (it is not contiguous), so no strides describe (B, T, D). "
+                                "Section 7 shows how to get a tensor that .view accepts")
+    if verdict.ok and not _uses(fn, "view"):
+        return failed(question, "the numbers are right, but the question asks for .view and your code never calls it")
+    if not verdict.ok:
+        return verdict
+    return passed(question, "a contiguous copy of the transposed tensor can be viewed as (B, T, D)")
 
 
 def check_head_width(d_h: Any) -> Verdict:
     """Question: a layer has ``D = 2048`` and ``h = 16``; how wide is one head (``d_h``)?"""
     question = "head width"
     D, h = HEAD_WIDTH_QUESTION["D"], HEAD_WIDTH_QUESTION["h"]
-    value = number_answer(question, d_h, "D // h, one number")
+    value = number_answer(question, d_h, "one number: how many features one head works with")
     if isinstance(value, Verdict):
         return value
     if value == D // h:
         return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
     mistake = first_match(value, [
-        (D * h, "you multiplied D by h; the heads share the D features, so divide: d_h = D / h"),
-        (h / D, "you divided h by D; it is the other way round: d_h = D / h"),
-        (D, f"{D} is D, the width of all heads together; one head gets D / h of it"),
-        (h, f"{h} is h, the number of heads, not the width of one head (d_h = D / h)"),
+        (D * h, "you multiplied D by h; the heads share the D features between them"),
+        (h / D, "you divided h by D, which gives a fraction of one feature; the heads share the D features"),
+        (D, f"{D} is D, the width of all heads together; one head gets an equal share of it"),
+        (h, f"{h} is h, the number of heads, not the width of one head"),
     ])
     if mistake is not None:
         return failed(question, mistake)
@@ -198,7 +284,7 @@ def _indices(question: str, name: str, answer: Any) -> list[int] | str:
     return sorted({int(v) for v in values})
 
 
-def check_head_reads(input_features: Iterable[int], weight_columns: Iterable[int]) -> Verdict:
+def check_head_reads(input_features: Iterable[int] | None, weight_columns: Iterable[int] | None) -> Verdict:
     """Question: with ``D = 8`` and ``h = 2``, which input features does head 1 read, and which
     columns of ``W_q (D, D)`` (laid out ``(in, out)``) belong to head 1?
     """
@@ -206,45 +292,36 @@ def check_head_reads(input_features: Iterable[int], weight_columns: Iterable[int
     D, h, head = HEAD_READS_QUESTION["D"], HEAD_READS_QUESTION["h"], HEAD_READS_QUESTION["head"]
     d_h = D // h
     own_block = list(range(head * d_h, (head + 1) * d_h))
+    if input_features is None and weight_columns is None:
+        return unanswered(question, "replace None with a list of integer indices in both answers, e.g. list(range(2))")
     problems: list[str] = []
 
     inputs = _indices(question, "input_features", input_features)
     if isinstance(inputs, str):
         problems.append(inputs)
+    elif inputs == own_block:
+        problems.append(f"input_features: head {head} does not read only its own slice of d_h={d_h} input features: "
+                        "we split the projection's output into heads, we do not cut the input into groups. Section 3 "
+                        "shows which input features reach each head")
     elif inputs != list(range(D)):
-        if inputs == own_block:
-            problems.append(
-                f"input_features: head {head} does not read only features {own_block[0]}..{own_block[-1]} of "
-                f"the input. It multiplies the whole D={D}-wide input by its own columns of W_q; we split the "
-                "projection's output into heads, we do not cut the input into groups"
-            )
-        else:
-            problems.append(
-                f"input_features: got {inputs}; a head's projection is x @ W_q[:, its columns], and "
-                "that product uses every row of W_q, that is every input feature"
-            )
+        problems.append(f"input_features: got {inputs}; a head's projection is x @ W_q[:, its columns]: look at "
+                        "which rows of W_q that product uses (one row per input feature)")
 
     columns = _indices(question, "weight_columns", weight_columns)
     if isinstance(columns, str):
         problems.append(columns)
     elif columns != own_block:
-        interleaved = list(range(head, D, h))
-        if columns == interleaved:
-            detail = (
-                f"these are the interleaved columns {head}, {head}+h, ...; heads own consecutive "
-                f"blocks of d_h={d_h} columns"
-            )
+        if columns == list(range(head, D, h)):
+            detail = f"these are the interleaved columns {head}, {head}+h, ...; heads own consecutive blocks of d_h"
         elif columns == list(range(D)):
             detail = f"all {D} columns together belong to all heads; head {head} owns d_h={d_h} of them"
         elif len(columns) == d_h and columns[0] % d_h == 0 and columns == list(range(columns[0], columns[0] + d_h)):
-            detail = f"that is the block of head {columns[0] // d_h}; head i owns columns i*d_h : (i+1)*d_h"
+            detail = f"that is the block of head {columns[0] // d_h}, not of head {head} (heads count from 0)"
         else:
-            detail = f"head i owns the d_h={d_h} consecutive columns i*d_h : (i+1)*d_h"
+            detail = f"a head owns d_h={d_h} consecutive columns, and head i's block comes after those of heads 0..i-1"
         problems.append(f"weight_columns: got {columns}; {detail}")
 
     if problems:
         return failed(question, " | ".join(problems))
-    return passed(
-        question,
-        f"head {head} reads all {D} input features through its own columns {own_block[0]}..{own_block[-1]} of W_q",
-    )
+    return passed(question, f"head {head} reads all {D} input features through its own columns {head * d_h}.."
+                            f"{(head + 1) * d_h - 1} of W_q")

@@ -1,7 +1,7 @@
 """Peak memory of each lesson's kernel, against the 1 GiB that mybinder.org guarantees a session.
 
     python benchmarks/notebook_memory.py                       # every notebook in notebooks/
-    python benchmarks/notebook_memory.py notebooks/05_grouped_query_attention.ipynb
+    python benchmarks/notebook_memory.py notebooks/06_grouped_query_attention.ipynb
     python benchmarks/notebook_memory.py --budget-mib 2048     # another host's limit
 
 Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient, as the regenerate script
@@ -10,7 +10,7 @@ does); nothing is written back. When the last cell has finished we read the kern
 ``VmRSS`` read right after the kernel started shows what the bare kernel costs before any lesson code.
 
 Only the kernel is measured. On Binder the same 1 GiB also holds the Jupyter server (its peak
-resident memory was about 110 MiB here, with JupyterLab 4.6.6 running lessons 04 and 05), so a
+resident memory was about 110 MiB here, with JupyterLab 4.6.6 running lessons 05 and 06), so a
 notebook should leave that much headroom. Linux only (/proc). The exit code is 1
 when any notebook misses the budget, so the script can gate a CI job.
 """

@@ -2,7 +2,7 @@
 
     python benchmarks/widgets.py [--updates 20]
 
-The five widgets of lessons 04 and 05 (`lessons_lib.widgets`) share one interface, so one loop
+The five widgets of lessons 05 and 06 (`lessons_lib.widgets`) share one interface, so one loop
 covers every control of each: a fresh widget per control, then ``--updates`` changes of that
 control's value, cycling through its options (a slider: its range; a checkbox: on and off; a number
 box: a few values). Each change runs the widget's callback: new ``.data`` from plain functions, the

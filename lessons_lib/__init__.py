@@ -2,16 +2,20 @@
 
 The map, lesson by lesson (``*_numpy`` and ``*_torch`` twins mirror each other line for line):
 
-- 01 one head, 02 splitting into heads, 03 concatenate and project:
+- 01 one head, 02 splitting into heads, 03 concatenate and project, 04 matching PyTorch:
   `mha_numpy` / `mha_torch`: ``softmax``, ``causal_mask``, ``attention``, ``split_heads``,
-  ``merge_heads``, ``init_weights`` and the ``MultiHead`` layer.
-- 04 inspecting heads: `inspect_heads` (the trained toy layer, per-head maps, re-slicing, cost),
+  ``merge_heads``, ``init_weights`` and the ``MultiHead`` layer; their pictures in
+  `plotting.attention_flow` (01), `plotting.head_split` (02), `plotting.head_merge` (03) and
+  `plotting.mask_conventions` (04).
+- 05 inspecting heads: `inspect_heads` (the trained toy layer, per-head maps, re-slicing, cost),
   `toy_task` (its data and training run), `plotting.attention_maps`, `widgets.head_widgets`.
-- 05 grouped-query attention: `gqa_numpy` / `gqa_torch` (``GroupedQueryAttention``, ``repeat_kv``,
+- 06 grouped-query attention: `gqa_numpy` / `gqa_torch` (``GroupedQueryAttention``, ``repeat_kv``,
   ``from_multihead``), `kv_cache` (byte maths, model presets, the ``KVCache`` class, decoding loops),
   `plotting.cache_charts`, `widgets.cache_widgets`.
-- 06 latent attention: `rope` (rotary positions), `mla` (``LatentAttention``, NumPy only).
-- 07 efficient attention: `efficient` (online softmax, tiled attention; NumPy only).
+- 07 latent attention: `rope` (rotary positions), `mla` (``LatentAttention``, NumPy only),
+  `plotting.latent_flow`.
+- 08 efficient attention: `efficient` (online softmax, tiled attention; NumPy only),
+  `plotting.tiling`.
 - Every lesson: `checks.<lesson topic>` holds its Quick-check functions (``checks.one_head`` for
   ``01_one_head.ipynb``, ...); the `checks` package itself holds what they share: answer parsing,
   one tolerance and the ``Verdict``.

@@ -1,4 +1,4 @@
-"""Grouped-query attention in NumPy (lesson 05).
+"""Grouped-query attention in NumPy (lesson 06).
 
 Notation (see SYLLABUS.md): ``B`` batch, ``T`` query length, ``S`` source length, ``D`` model
 width, ``h`` query heads, ``d_h = D / h`` head width, ``h_kv`` key/value heads, ``g = h / h_kv``

@@ -1,4 +1,4 @@
-"""Grouped-query attention in PyTorch, mirroring `lessons_lib.gqa_numpy` line for line (lesson 05).
+"""Grouped-query attention in PyTorch, mirroring `lessons_lib.gqa_numpy` line for line (lesson 06).
 
 Differences from the NumPy version are only where the libraries differ: ``repeat_interleave``
 is NumPy's ``repeat``, and ``nn.Linear`` stores its weight as ``(out, in)``, so the NumPy

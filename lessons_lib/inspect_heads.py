@@ -1,4 +1,4 @@
-"""Lesson 04: looking inside the heads of a multi-head layer (NumPy only).
+"""Lesson 05: looking inside the heads of a multi-head layer (NumPy only).
 
 Everything here is a plain function on arrays; `lessons_lib.plotting.attention_maps` draws the results and
 `lessons_lib.widgets.head_widgets` wires them to controls.
@@ -10,21 +10,32 @@ head ``i`` owns *columns* ``i*d_h : (i+1)*d_h`` of ``wq``, ``wk`` and ``wv``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.mha_numpy import MultiHead, _attention, _split_heads
-from lessons_lib.toy_task import DATA_PATH, ToyConfig, config_from_sizes, token_labels
+from lessons_lib.toy_task import (
+    COMPARISON_PATH,
+    DATA_PATH,
+    ToyConfig,
+    TrainResult,
+    config_from_sizes,
+    make_batch,
+    token_labels,
+)
 from lessons_lib.validation import check_array, check_int, divisors, head_width
 
 Array = NDArray[np.floating]
 
 __all__ = [
     "EVAL_SEED",
+    "HeadCountComparison",
     "ToyHeads",
     "attention_cost",
     "average_over_heads",
@@ -36,20 +47,22 @@ __all__ = [
     "head_maps",
     "head_options",
     "head_roles",
+    "load_head_count_comparison",
     "load_toy_heads",
     "predict",
     "run_layer",
     "split_layout",
     "tokens_per_head",
+    "trained_behaviour",
     "weight_entries",
 ]
 
-EVAL_SEED = 4  # the fixed evaluation batch lesson 04 measures and shows
+EVAL_SEED = 4  # the fixed evaluation batch lesson 05 measures and shows
 
 
 @dataclass(frozen=True)
 class ToyHeads:
-    """The trained toy model of lesson 04 (see `lessons_lib.toy_task`), as NumPy float64 arrays.
+    """The trained toy model of lesson 05 (see `lessons_lib.toy_task`), as NumPy float64 arrays.
 
     ``token_embedding (2V, D)``, ``position_embedding (T, D)``, ``layer`` a `MultiHead` holding the
     trained ``wq, wk, wv, wo (D, D)``, ``readout (D, 3V)``, ``accuracy (3,)`` measured after training.
@@ -148,6 +161,66 @@ def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]
     table = np.stack([behaviour[name] for name in names])  # (relationships, h)
     best = table.argmax(axis=0)
     return [names[r] if table[r, i] >= threshold else "mixed" for i, r in enumerate(best)]
+
+
+def trained_behaviour(result: TrainResult) -> dict[str, Any]:
+    """`head_behaviour` of a fresh training run (``toy_task.train``) on the evaluation batch of 256.
+
+    Returns ``{"weight_on": {"previous": [h floats], "next": [...], "marker": [...]}}``, JSON-ready.
+    """
+    c = result.config
+    a = {name: value.astype(np.float64) for name, value in result.arrays.items()}
+    layer = MultiHead.from_weights(a["wq"], a["wk"], a["wv"], a["wo"], c.heads)
+    tokens, marker = make_batch(256, c, seed=EVAL_SEED)
+    _, weights = layer(a["token_embedding"][tokens] + a["position_embedding"])  # (B, h, T, S)
+    return {"weight_on": {name: values.tolist() for name, values in head_behaviour(weights, marker).items()}}
+
+
+@dataclass(frozen=True)
+class HeadCountComparison:
+    """The shipped results of ``scripts/compare_head_counts.py`` (see `toy_task.compare_head_counts`).
+
+    ``accuracy (len(head_counts), len(seeds), len(targets))`` held-out accuracy per run and target;
+    ``weight_on`` relationship -> ``(len(head_counts), len(seeds))`` list of per-head mean weights;
+    ``config`` the settings every run shared (width, steps, optimiser, ...).
+    """
+
+    head_counts: tuple[int, ...]
+    seeds: tuple[int, ...]
+    targets: tuple[str, ...]
+    accuracy: NDArray[np.float64]
+    final_loss: NDArray[np.float64]
+    weight_on: dict[str, list[list[list[float]]]]
+    config: dict[str, Any]
+
+
+def load_head_count_comparison(path: Path | str = COMPARISON_PATH) -> HeadCountComparison:
+    """Load the one-head-vs-several-heads results; ``ValueError`` naming the problem if malformed."""
+    path = Path(path)
+    script = "scripts/compare_head_counts.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no head-count comparison at {path}; run `python {script}` to create it")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        counts, seeds = tuple(int(h) for h in record["head_counts"]), tuple(int(s) for s in record["seeds"])
+        targets = tuple(str(t) for t in record["targets"])
+        runs = {(int(run["heads"]), int(run["seed"])): run for run in record["runs"]}
+        missing = [key for key in ((h, s) for h in counts for s in seeds) if key not in runs]
+        if missing:
+            raise ValueError(f"no run for (heads, seed) in {missing}")
+        table = [[runs[h, s] for s in seeds] for h in counts]
+        accuracy = np.array([[[float(r["accuracy"][t]) for t in targets] for r in row] for row in table])
+        final_loss = np.array([[float(r["final_loss"]) for r in row] for row in table])
+        weight_on = {t: [[list(map(float, r["weight_on"][t])) for r in row] for row in table] for t in targets}
+        config = dict(record["config"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        problem = f"missing entry {error}" if isinstance(error, KeyError) else str(error)
+        raise ValueError(
+            f"{path} is not a valid head-count comparison ({problem}); re-run `python {script}`"
+        ) from error
+    if not np.all((accuracy >= 0) & (accuracy <= 1)):
+        raise ValueError(f"{path}: accuracies must lie in [0, 1], got {accuracy.min()} .. {accuracy.max()}")
+    return HeadCountComparison(counts, seeds, targets, accuracy, final_loss, weight_on, config)
 
 
 def average_over_heads(weights: Array) -> Array:

@@ -1,12 +1,15 @@
-"""The KV cache (lesson 05): its size in bytes, real models' sizes, and decoding with a real cache.
+"""The KV cache (lesson 06): its size in bytes, real models' sizes, and decoding with a real cache.
 
 Notation (see SYLLABUS.md): ``h`` query heads, ``h_kv`` key/value heads, ``g = h / h_kv`` query
 heads per key/value head, ``d_h`` head width, ``B`` batch, ``T`` tokens.
 
-- Byte maths: `kv_cache_bytes`, `attention_kind`, `kv_head_options`, `format_bytes`.
+- Byte maths: `kv_cache_bytes`, `cached_tokens`, `attention_kind`, `kv_head_options`, `format_bytes`.
+  A **sliding window** of ``W`` tokens bounds the cache: a layer that attends only to the last
+  ``W`` tokens needs to keep only those (a rolling buffer), so it caches ``min(T, W)`` tokens.
 - Presets: `MODELS` holds the attention sizes of a few released models, each read from the model's
   official ``config.json`` on the Hugging Face hub (the URL is kept in ``source``); `cache_bytes`,
-  `cache_per_token` and `ladder` apply the byte maths to them.
+  `cache_per_token` and `ladder` apply the byte maths to them. Only Mistral 7B v0.1 has a window
+  (``"sliding_window": 4096``); Mistral 7B v0.2 and v0.3 dropped it (``"sliding_window": null``).
 - Decoding: `KVCache` keeps every earlier token's keys and values per layer; `decode_step` and
   `decode_incrementally` run a toy decoder (a stack of `gqa_numpy.GroupedQueryAttention` layers
   with residual connections, ``x <- x + layer(x)``) token by token with the cache, and
@@ -16,6 +19,7 @@ heads per key/value head, ``d_h`` head width, ``B`` batch, ``T`` tokens.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +40,7 @@ __all__ = [
     "attention_kind",
     "cache_bytes",
     "cache_per_token",
+    "cached_tokens",
     "decode_causal",
     "decode_incrementally",
     "decode_step",
@@ -47,17 +52,42 @@ __all__ = [
 
 
 # ----- byte maths ----------------------------------------------------------------------------
+def cached_tokens(tokens: int, window: int | None = None) -> int:
+    """Tokens a sequence keeps in the cache after ``tokens`` tokens: ``min(T, W)``, or ``T`` if no window.
+
+    With a sliding window of ``W`` tokens every layer attends to the last ``W`` tokens only, so a
+    rolling buffer of ``W`` slots is enough: token ``t`` overwrites token ``t - W``.
+    """
+    tokens = check_int("tokens", tokens)
+    return tokens if window is None else min(tokens, _check_window("window", window))
+
+
+def _check_window(name: str, window: Any) -> int:
+    """A sliding-window length: a positive int (``None``, no window, is handled by the caller)."""
+    if isinstance(window, bool) or not isinstance(window, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a positive int (the window length W in tokens) or None for no window, "
+            f"got {type(window).__name__} {window!r}"
+        )
+    return check_int(name, window, symbol="W")
+
+
 def kv_cache_bytes(
-    layers: int, kv_heads: int, head_dim: int, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2
+    layers: int, kv_heads: int, head_dim: int, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2,
+    window: int | None = None,
 ) -> int:
     """Bytes of cached keys and values: ``2 (K and V) x layers x h_kv x d_h x tokens x batch x bytes``.
 
-    ``bytes_per_element`` is 2 for float16/bfloat16, 4 for float32, 1 for an 8-bit cache. Exact for
-    any integer type (NumPy integers are converted to Python ints first, so nothing overflows).
+    ``bytes_per_element`` is 2 for float16/bfloat16, 4 for float32, 1 for an 8-bit cache.
+    ``window`` is a sliding-window length ``W`` (a positive int; ``None``: no window): only
+    ``min(tokens, W)`` tokens per sequence are kept, see `cached_tokens`. Exact for any integer type
+    (NumPy integers are converted to Python ints first, so nothing overflows).
     """
     sizes = dict(layers=layers, kv_heads=kv_heads, head_dim=head_dim, tokens=tokens, batch=batch,
                  bytes_per_element=bytes_per_element)
-    return 2 * math.prod(check_int(name, value) for name, value in sizes.items())
+    checked = {name: check_int(name, value) for name, value in sizes.items()}
+    checked["tokens"] = cached_tokens(checked["tokens"], window)
+    return 2 * math.prod(checked.values())
 
 
 def kv_head_options(heads: int) -> list[int]:
@@ -87,7 +117,9 @@ class ModelPreset:
     """The attention sizes of one released model, copied from its official ``config.json``.
 
     ``layers`` = ``num_hidden_layers``, ``hidden_size`` = D, ``heads`` = ``num_attention_heads``
-    (h), ``kv_heads`` = ``num_key_value_heads`` (h_kv); ``source`` is the config file's URL.
+    (h), ``kv_heads`` = ``num_key_value_heads`` (h_kv); ``source`` is the config file's URL;
+    ``sliding_window`` = ``sliding_window`` (W, a positive int; ``None`` when the model attends to
+    every earlier token, as the config's ``null`` or a missing key says).
     """
 
     name: str
@@ -96,10 +128,13 @@ class ModelPreset:
     heads: int
     kv_heads: int
     source: str
+    sliding_window: int | None = None
 
     def __post_init__(self) -> None:
         head_width(self.hidden_size, self.heads)
         group_size(self.heads, self.kv_heads)
+        if self.sliding_window is not None:
+            _check_window("sliding_window", self.sliding_window)
 
     @property
     def head_dim(self) -> int:
@@ -128,22 +163,29 @@ MODELS: dict[str, ModelPreset] = {
         ModelPreset("Llama 2 70B", 80, 8192, 64, 8, _hub("meta-llama/Llama-2-70b-hf")),
         ModelPreset("Llama 3 8B", 32, 4096, 32, 8, _hub("meta-llama/Meta-Llama-3-8B")),
         ModelPreset("Llama 3 70B", 80, 8192, 64, 8, _hub("meta-llama/Meta-Llama-3-70B")),
-        ModelPreset("Mistral 7B", 32, 4096, 32, 8, _hub("mistralai/Mistral-7B-v0.1")),
+        # v0.1: "sliding_window": 4096 (v0.2 and v0.3 set it to null: full attention, no window)
+        ModelPreset("Mistral 7B v0.1", 32, 4096, 32, 8, _hub("mistralai/Mistral-7B-v0.1"), sliding_window=4096),
     )
 }
 
 
 def cache_bytes(
-    preset: ModelPreset, tokens: int, batch: int = 1, kv_heads: int | None = None, bytes_per_element: int = 2
+    preset: ModelPreset, tokens: int, batch: int = 1, kv_heads: int | None = None, bytes_per_element: int = 2,
+    windowed: bool = True,
 ) -> int:
     """Bytes of ``preset``'s cache for ``batch`` sequences of ``tokens`` tokens each.
 
     ``kv_heads`` replaces the model's own ``h_kv`` (``None`` keeps it); ``kv_heads=preset.heads``
     gives the MHA-equivalent: what the cache would take if every query head had its own K and V.
+    A preset with a ``sliding_window`` keeps at most that many tokens per sequence;
+    ``windowed=False`` counts every token, as if the model had no window.
     """
     kv_heads = preset.kv_heads if kv_heads is None else kv_heads
     group_size(preset.heads, kv_heads)
-    return kv_cache_bytes(preset.layers, kv_heads, preset.head_dim, tokens, batch, bytes_per_element)
+    if not isinstance(windowed, bool):
+        raise TypeError(f"windowed must be True or False, got {type(windowed).__name__} {windowed!r}")
+    window = preset.sliding_window if windowed else None
+    return kv_cache_bytes(preset.layers, kv_heads, preset.head_dim, tokens, batch, bytes_per_element, window)
 
 
 def cache_per_token(preset: ModelPreset, kv_heads: int | None = None, bytes_per_element: int = 2) -> int:
@@ -152,15 +194,17 @@ def cache_per_token(preset: ModelPreset, kv_heads: int | None = None, bytes_per_
 
 
 def ladder(
-    preset: ModelPreset, kv_heads: int | None = None, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2
+    preset: ModelPreset, kv_heads: int | None = None, tokens: int = 1, batch: int = 1, bytes_per_element: int = 2,
+    windowed: bool = True,
 ) -> list[tuple[str, int, int]]:
     """Three rows ``(label, h_kv, bytes)``: MHA (``h_kv = h``), the chosen ``h_kv``, MQA (``h_kv = 1``).
 
-    ``kv_heads`` defaults to the model's own. The label of the middle row names its kind.
+    ``kv_heads`` defaults to the model's own. The label of the middle row names its kind. Every row
+    keeps the preset's sliding window (if any) unless ``windowed=False``; see `cache_bytes`.
     """
     chosen = preset.kv_heads if kv_heads is None else int(kv_heads)
     rows = [("MHA", preset.heads), (f"chosen ({attention_kind(preset.heads, chosen)})", chosen), ("MQA", 1)]
-    return [(label, n, cache_bytes(preset, tokens, batch, n, bytes_per_element)) for label, n in rows]
+    return [(label, n, cache_bytes(preset, tokens, batch, n, bytes_per_element, windowed)) for label, n in rows]
 
 
 # ----- decoding with a real cache ------------------------------------------------------------

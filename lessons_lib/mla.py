@@ -1,8 +1,8 @@
-"""Multi-head latent attention (MLA), forward only, in NumPy (lesson 06).
+"""Multi-head latent attention (MLA), forward only, in NumPy (lesson 07).
 
 MLA (DeepSeek-AI 2024, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
-Language Model", arXiv:2405.04434, section 2.1) caches one small latent vector per token instead
-of every head's keys and values, and rebuilds per-head keys and values from it.
+Language Model", arXiv:2405.04434, section 2.1 and appendix C) caches one small latent vector per
+token instead of every head's keys and values, and rebuilds per-head keys and values from it.
 
 Notation. Ours (SYLLABUS.md) first, the paper's in brackets. The paper multiplies column vectors by
 ``(out, in)`` matrices; we multiply row vectors by ``(in, out)`` arrays, so ``W^{DKV} == w_dkv.T``.
@@ -13,26 +13,38 @@ Notation. Ours (SYLLABUS.md) first, the paper's in brackets. The paper multiplie
 - ``d_v`` [d_h]: per-head value width (``v_head_dim``); the paper uses ``d_h`` for both.
 - ``d_rope`` [d_h^R]: width of the rotary part (``qk_rope_head_dim``).
 
+The head widths are free sizes, not ``D / h``: DeepSeek-V2 has ``D = 5120``, ``h = 128`` and
+``d_nope = d_v = 128``, so ``h * d_v = 16384 > D``.
+
 Weights (drawn in this order from one NumPy stream, uniform in ``±1/sqrt(fan_in)``):
 
 - ``w_dkv (D, d_c)`` [W^{DKV}]: down-projection, ``latent = x @ w_dkv`` [c_t^{KV}].
 - ``w_uk (h, d_c, d_nope)`` [W^{UK}]: per-head key up-projection, ``k_i = latent @ w_uk[i]`` [k^C_{t,i}].
 - ``w_uv (h, d_c, d_v)`` [W^{UV}]: per-head value up-projection [v^C_{t,i}].
 - ``w_kr (D, d_rope)`` [W^{KR}]: the rotary key ``rope_key = RoPE(x @ w_kr)`` [k^R_t], one for all heads.
-- ``w_q (h, D, d_nope)`` [W^{UQ} W^{DQ}]: per-head queries [q^C_{t,i}]. DeepSeek-V2 also squeezes
-  the queries through a latent of width d_c' (1536); that saves training memory, not cache, so we
-  project directly.
+- ``w_q (h, D, d_nope)`` [W^{UQ} W^{DQ}]: per-head queries [q^C_{t,i}], projected directly from ``x``.
 - ``w_qr (h, D, d_rope)`` [W^{QR}]: per-head rotary queries [q^R_{t,i}].
 - ``w_o (h, d_v, D)`` [W^O]: output projection, ``out = sum_i o_i @ w_o[i]`` [u_t].
+
+Left out of this layer (DeepSeek-V2 has both; neither changes what is cached or the absorption):
+
+- Query compression (``q_lora_rank`` = 1536 [d_c']): DeepSeek-V2 squeezes the queries through
+  their own latent, ``c^Q = x W^{DQ}``, then ``q = c^Q W^{UQ}`` and ``q^R = RoPE(c^Q W^{QR})``. The
+  paper does it to save activation memory in training; it does not shrink the cache.
+- RMSNorm on the latents (paper section 3.1.2; ``kv_a_layernorm`` and ``q_a_layernorm`` in the
+  official code): each token's latent is normalised before it is up-projected. The norm acts on
+  the latent alone, before ``W^{UK}``, so the normalised latent can be cached and the absorption
+  below still holds.
 
 Head ``i`` attends with the query ``[q_i ; q^R_i]`` and the key ``[k_i ; k^R]`` and the scale
 ``1 / sqrt(d_nope + d_rope)``. The cache keeps ``latent`` and ``rope_key``: ``d_c + d_rope``
 numbers per token and layer.
 
-Absorption (paper, end of section 2.1.2): ``q_i . k_i = (q_i @ w_uk[i].T) . latent``, so the key
-up-projection can be folded into the query side, and ``o_i @ w_o[i] = (weights @ latent) @
-(w_uv[i] @ w_o[i])``, so the value up-projection folds into the output side. Attention then runs
-against the cached latent directly.
+Absorption (paper, section 2.1.2 and appendix C): ``q_i . k_i = (q_i @ w_uk[i].T) . latent``, so
+the key up-projection can be folded into the query side, and ``o_i @ w_o[i] = (weights @ latent)
+@ (w_uv[i] @ w_o[i])``, so the value up-projection folds into the output side. Attention then runs
+against the cached latent directly, at a price: scores over ``d_c + d_rope`` features instead of
+``d_nope + d_rope`` (`attention_multiply_adds` counts both routes).
 """
 
 from __future__ import annotations
@@ -47,7 +59,7 @@ from lessons_lib.mha_numpy import _attention, causal_mask, softmax
 from lessons_lib.rope import _rope
 from lessons_lib.validation import check_array, check_int, check_weight, check_width, layer_mask
 
-__all__ = ["LatentAttention", "LatentCache", "mla_cache_bytes"]
+__all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "mla_cache_bytes"]
 
 Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
@@ -71,6 +83,38 @@ def mla_cache_bytes(
                  bytes_per_element=bytes_per_element)
     layers, d_c, d_rope, tokens, batch, size = (check_int(name, value) for name, value in sizes.items())
     return layers * (d_c + d_rope) * tokens * batch * size
+
+
+def attention_multiply_adds(
+    route: str, new_tokens: int, cached_tokens: int, *, heads: int, latent_width: int, nope_width: int,
+    rope_width: int, value_width: int,
+) -> int:
+    """Multiply-adds one layer spends on the work where the ``"explicit"`` and ``"absorbed"`` routes differ.
+
+    ``new_tokens`` (T) queries attend causally to ``cached_tokens`` (S >= T) positions, the new
+    ones last: ``pairs = T*S - T*(T-1)/2`` (query, position) pairs are scored. Per head:
+
+    - explicit: rebuild K and V of all S positions, ``S*d_c*(d_nope + d_v)``; scores
+      ``pairs*(d_nope + d_rope)``; weights @ values ``pairs*d_v``.
+    - absorbed: ``q_i @ w_uk[i].T`` for the T queries, ``T*d_nope*d_c``; scores against the latent
+      and the rotary key ``pairs*(d_c + d_rope)``; weights @ latents ``pairs*d_c``; the mixed latent
+      @ ``w_uv[i]``, ``T*d_c*d_v``.
+
+    Times ``heads``. Work both routes share (the down-projections, the queries, RoPE, softmax,
+    ``w_o``) is left out. Decoding (T = 1, long S) favours absorbed; prefill (T = S) explicit.
+    """
+    if route not in ("explicit", "absorbed"):
+        raise ValueError(f"route must be 'explicit' or 'absorbed', got {route!r}")
+    T, S = check_int("new_tokens", new_tokens, symbol="T"), check_int("cached_tokens", cached_tokens, symbol="S")
+    if T > S:
+        raise ValueError(f"cached_tokens S={S} must include the new_tokens T={T} (S >= T)")
+    h, d_c = check_int("heads", heads, symbol="h"), check_int("latent_width", latent_width, symbol="d_c")
+    d_n, d_v = check_int("nope_width", nope_width, symbol="d_nope"), check_int("value_width", value_width, symbol="d_v")
+    d_r = check_int("rope_width", rope_width, low=0, symbol="d_rope")
+    pairs = T * S - T * (T - 1) // 2
+    if route == "explicit":
+        return h * (S * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
+    return h * (T * d_n * d_c + pairs * (d_c + d_r) + pairs * d_c + T * d_c * d_v)
 
 
 @dataclass
@@ -204,6 +248,12 @@ class LatentAttention:
     nope_width = property(lambda self: int(self.w_uk.shape[2]), doc="``d_nope``")
     value_width = property(lambda self: int(self.w_uv.shape[2]), doc="``d_v``")
     rope_width = property(lambda self: int(self.w_kr.shape[1]), doc="``d_rope``")
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """``{"D", "h", "d_c", "d_nope", "d_rope", "d_v"}``, e.g. for `lessons_lib.plotting.latent_flow`."""
+        return {"D": self.width, "h": self.heads, "d_c": self.latent_width, "d_nope": self.nope_width,
+                "d_rope": self.rope_width, "d_v": self.value_width}
 
     # ----- pieces shared by both routes -------------------------------------------------------
     def _check_x(self, name: str, x: Array, allowed: Mask | None = None) -> tuple[int, int, Mask | None]:

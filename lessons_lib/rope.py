@@ -1,4 +1,4 @@
-"""Rotary position embedding (RoPE), small and in NumPy (lesson 06).
+"""Rotary position embedding (RoPE), small and in NumPy (lesson 07).
 
 RoPE (Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding",
 arXiv:2104.09864) splits a feature vector of even width ``d`` into ``d / 2`` pairs
@@ -6,7 +6,7 @@ arXiv:2104.09864) splits a feature vector of even width ``d`` into ``d / 2`` pai
 Rotations keep lengths, and the dot product of a query rotated at position ``m`` with a key
 rotated at position ``n`` depends only on ``m - n``: attention sees relative positions.
 
-Lesson 06 uses it to show why latent attention (MLA) keeps the rotary part of the keys apart.
+Lesson 07 uses it to show why latent attention (MLA) keeps the rotary part of the keys apart.
 """
 
 from __future__ import annotations

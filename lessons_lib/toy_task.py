@@ -1,4 +1,4 @@
-"""The toy task of lesson 04 and the training run that produced ``data/toy_heads.npz``.
+"""The toy task of lesson 05 and the training run that produced ``data/toy_heads.npz``.
 
 The task. A sequence holds ``T`` tokens. Each token is one of ``V`` symbols (drawn ``a b c ...``),
 and exactly one token per sequence is *marked* (drawn in upper case, ``A B C ...``). At every
@@ -10,7 +10,11 @@ position ``t`` the model must name three symbols:
 
 The model is one bias-free multi-head self-attention layer (no mask: every position sees every
 other) between token + position embeddings and a linear readout. Nothing tells a head which job
-to do: the roles are whatever training finds. Lesson 04 measures them.
+to do: the roles are whatever training finds. Lesson 05 measures them.
+
+`compare_head_counts` trains the same task with one head of width ``D`` and with several narrower
+heads (same ``D``, data, steps and optimiser); ``scripts/compare_head_counts.py`` ships its results
+as ``data/head_count_comparison.json``, which lesson 05 loads with `inspect_heads`.
 
 Data generation and the NumPy forward pass use NumPy only. PyTorch is imported inside the training
 functions, so ``from lessons_lib.toy_task import make_batch`` works in a NumPy-only notebook.
@@ -19,7 +23,8 @@ functions, so ``from lessons_lib.toy_task import make_batch`` works in a NumPy-o
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +37,15 @@ if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import torch
 
 __all__ = [
+    "COMPARISON_HEADS",
+    "COMPARISON_PATH",
+    "COMPARISON_SEEDS",
     "DATA_PATH",
+    "HELD_OUT",
+    "TARGET_NAMES",
     "ToyConfig",
     "TrainResult",
+    "compare_head_counts",
     "config_from_sizes",
     "make_batch",
     "save_weights",
@@ -44,7 +55,11 @@ __all__ = [
 ]
 
 DATA_PATH = Path(__file__).resolve().parent / "data" / "toy_heads.npz"
+COMPARISON_PATH = DATA_PATH.with_name("head_count_comparison.json")
 TARGET_NAMES = ("previous", "next", "marker")  # the three symbols named at each position, in order
+HELD_OUT = 512  # sequences in the held-out batch every run is scored on
+COMPARISON_HEADS = (1, 4)  # one head of width 16 against four heads of width 4: the same D = 16
+COMPARISON_SEEDS = (0, 1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -177,7 +192,7 @@ def _train(config: ToyConfig) -> TrainResult:
     seconds = time.perf_counter() - start
 
     with torch.no_grad():
-        held_tokens, held_marker = make_batch(512, config, seed=rng_seed - 1)
+        held_tokens, held_marker = make_batch(HELD_OUT, config, seed=rng_seed - 1)
         held_goal = targets(held_tokens, held_marker, config.symbols)
         logits, _ = _logits(model, torch.from_numpy(held_tokens), config)
         guess = logits.argmax(-1).numpy()
@@ -216,3 +231,43 @@ def config_from_sizes(sizes: NDArray[np.integer], learning_rate: float) -> ToyCo
     """Rebuild the `ToyConfig` stored in a weights file (see `save_weights`)."""
     symbols, length, width, heads, steps, batch, seed = (int(n) for n in sizes)
     return ToyConfig(symbols, length, width, heads, steps, batch, float(learning_rate), seed)
+
+
+def compare_head_counts(
+    config: ToyConfig = ToyConfig(),
+    head_counts: Sequence[int] = COMPARISON_HEADS,
+    seeds: Sequence[int] = COMPARISON_SEEDS,
+    measure: Callable[[TrainResult], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Train the task once per (seed, head count) with everything else of ``config`` equal.
+
+    For one seed every head count starts from the same numbers (`MultiHead` draws its ``(D, D)``
+    matrices whatever ``h`` is; torch is seeded after it) and sees the same batches, so only where
+    the head boundaries fall differs. Returns a JSON-ready record: the shared settings, then per run
+    ``heads``, ``head_width``, ``seed``, held-out ``accuracy`` per target, ``final_loss`` and
+    whatever ``measure(result)`` adds (e.g. `inspect_heads.trained_behaviour`: where the heads look).
+    """
+    runs = []
+    for seed in seeds:
+        for heads in head_counts:
+            result = train(replace(config, heads=heads, seed=seed))
+            runs.append(
+                {
+                    "heads": heads,
+                    "head_width": config.width // heads,
+                    "seed": seed,
+                    "accuracy": dict(zip(TARGET_NAMES, result.accuracy.tolist(), strict=True)),
+                    "final_loss": result.final_loss,
+                    **(measure(result) if measure is not None else {}),
+                }
+            )
+    shared = ("symbols", "length", "width", "steps", "batch", "learning_rate")
+    settings: dict[str, Any] = {name: getattr(config, name) for name in shared}
+    settings.update(optimiser="Adam", device="cpu", threads=1, held_out_sequences=HELD_OUT)
+    return {
+        "config": settings,
+        "head_counts": list(head_counts),
+        "seeds": list(seeds),
+        "targets": list(TARGET_NAMES),
+        "runs": runs,
+    }

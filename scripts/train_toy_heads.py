@@ -1,4 +1,4 @@
-"""Train the tiny attention layer of lesson 04 and write ``lessons_lib/data/toy_heads.npz``.
+"""Train the tiny attention layer of lesson 05 and write ``lessons_lib/data/toy_heads.npz``.
 
     python scripts/train_toy_heads.py                # the shipped run (seed 0, a few seconds on CPU)
     python scripts/train_toy_heads.py --seed 1 --out /tmp/other.npz

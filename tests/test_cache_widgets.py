@@ -1,6 +1,6 @@
-"""Lesson 05 widgets: build them, drive them through ``.controls[...].value``, check ``.data``.
+"""Lesson 06 widgets: build them, drive them through ``.controls[...].value``, check ``.data``.
 
-The interface they share with lesson 04's widgets (controls, data, ui, repr, crisp picture) is
+The interface they share with lesson 05's widgets (controls, data, ui, repr, crisp picture) is
 checked on all five widgets in test_head_widgets.py.
 """
 
@@ -19,6 +19,7 @@ from matplotlib.patches import Rectangle
 from lessons_lib.kv_cache import MODELS, cache_bytes, cache_per_token, format_bytes, kv_head_options
 from lessons_lib.plotting.cache_charts import (
     clear_drawing,
+    plot_cache_growth,
     plot_cache_ladder,
     plot_conversion_error,
     plot_head_sharing,
@@ -72,7 +73,7 @@ def test_calculator_draws_once_per_model_change() -> None:
     calc = KVCacheCalculator()
     pictures: list[bytes] = []
     calc.image.observe(lambda change: pictures.append(change["new"]), names="value")
-    calc.controls["model"].value = "Mistral 7B"  # new h_kv options and value: still one picture
+    calc.controls["model"].value = "Mistral 7B v0.1"  # new h_kv options and value: still one picture
     assert len(pictures) == 1
 
 
@@ -133,4 +134,65 @@ def test_clear_drawing_keeps_the_axes_for_the_next_chart() -> None:
     plot_cache_ladder([("MHA", 8, 80), ("chosen (GQA)", 8, 80), ("MQA", 1, 10)], "u", ax=ax)
     assert [bar.get_x() + bar.get_width() / 2 for bar in bars(ax)] == [0, 1, 2]  # same places as before
     assert len(ax.texts) == 3
+    plt.close("all")
+
+
+def test_calculator_shows_the_sliding_window() -> None:
+    calc = KVCacheCalculator(model="Mistral 7B v0.1", tokens=32768)
+    preset = MODELS["Mistral 7B v0.1"]
+    assert (calc.data["window"], calc.data["cached"]) == (4096, 4096)
+    assert calc.data["total"] == cache_bytes(preset, 32768) == cache_bytes(preset, 4096)  # 512 MiB, not 4 GiB
+    assert [n for _, _, n in calc.data["rows"]] == [cache_bytes(preset, 4096, kv_heads=k) for k in (32, 8, 1)]
+    assert "keeps its last 4096 of 32768 tokens" in calc.data["readout"]
+    assert calc.data["title"] == "Mistral 7B v0.1: 1 x 32768 tokens (window 4096: 4096 kept)"
+    calc.controls["tokens"].value = 1000  # shorter than the window: every token is kept
+    assert calc.data["cached"] == 1000 and calc.data["total"] == cache_bytes(preset, 1000)
+    calc.controls["model"].value = "Llama 3 8B"  # no window: nothing about one in the readout
+    assert calc.data["window"] is None
+    assert "window" not in calc.data["readout"] and "window" not in calc.data["title"]
+
+
+def test_cache_growth_lines_match_the_byte_function() -> None:
+    preset = MODELS["Mistral 7B v0.1"]
+    steps = list(range(512, 32769, 512))
+    curves = {
+        f"{label} (h_kv={k})": [cache_bytes(preset, t, kv_heads=k, windowed=False) for t in steps]
+        for label, k in (("MHA", 32), ("GQA", 8), ("MQA", 1))
+    }
+    curves["GQA + window 4096"] = [cache_bytes(preset, t) for t in steps]
+    fig = plot_cache_growth(steps, curves, "growth", dashed={"GQA + window 4096"})
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == list(curves)
+    for line, sizes in zip(ax.lines, curves.values(), strict=True):
+        assert np.asarray(line.get_xdata()).tolist() == steps
+        assert np.allclose(line.get_ydata(), np.asarray(sizes) / 1024**3)
+    assert [line.get_linestyle() for line in ax.lines] == ["-", "-", "-", "--"]
+    window_line = np.asarray(ax.lines[3].get_ydata())
+    assert np.all(window_line[steps.index(4096):] == window_line[-1]) and window_line[-1] == 0.5  # flat at 512 MiB
+    assert np.asarray(ax.lines[0].get_ydata())[-1] == 16  # MHA-equivalent at 32768 tokens: 16 GiB
+    assert ax.get_title() == "linear scale" and ax.get_xlabel() and "GiB" in ax.get_ylabel()
+    legend = ax.get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == list(curves)
+    log_ax = fig.axes[1]  # the same lines on a logarithmic scale
+    assert log_ax.get_yscale() == "log" and ax.get_yscale() == "linear"
+    for line, log_line in zip(ax.lines, log_ax.lines, strict=True):
+        assert np.array_equal(line.get_ydata(), log_line.get_ydata())
+    assert fig.get_suptitle() == "growth" and log_ax.get_title() == "logarithmic scale"
+    assert log_ax.yaxis.get_major_formatter()(0.5, 0) == "512 MiB"  # tick labels in binary units
+    plt.close("all")
+
+
+def test_cache_growth_on_given_axes_draws_one_panel() -> None:
+    fig, ax = plt.subplots()
+    assert plot_cache_growth([1, 2], {"a": [1024**3, 2 * 1024**3]}, "one", ax=ax) is fig
+    assert len(fig.axes) == 1 and ax.get_title() == "one"
+    assert np.asarray(ax.lines[0].get_ydata()).tolist() == [1.0, 2.0]
+    plt.close("all")
+
+
+def test_cache_growth_rejects_mismatched_data() -> None:
+    with pytest.raises(ValueError, match="has 2 values for 3 steps"):
+        plot_cache_growth([1, 2, 3], {"a": [1, 2]}, "t")
+    with pytest.raises(ValueError, match=r"dashed names curves that are not drawn: \['b'\]"):
+        plot_cache_growth([1, 2], {"a": [1, 2]}, "t", dashed={"b"})
     plt.close("all")

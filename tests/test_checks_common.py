@@ -20,6 +20,7 @@ import lessons_lib.checks.efficient_attention as ea
 import lessons_lib.checks.grouped_query_attention as gqa
 import lessons_lib.checks.inspecting_heads as ih
 import lessons_lib.checks.latent_attention as la
+import lessons_lib.checks.matching_pytorch as mp
 import lessons_lib.checks.one_head as oh
 import lessons_lib.checks.splitting_into_heads as sih
 from lessons_lib import mha_numpy
@@ -267,7 +268,7 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "head reads": lambda a: sih.check_head_reads(a, a),
     "merge": lambda a: cp.check_merge(a, _heads),
     "nn.Linear weight": lambda a: cp.check_linear_weight(a, _q),
-    "nn.MultiheadAttention mask": lambda a: cp.check_mha_mask(a, mha_numpy.causal_mask(3, 5)),
+    "nn.MultiheadAttention mask": lambda a: mp.check_mha_mask(a, mha_numpy.causal_mask(3, 5)),
     "layer output": lambda a: cp.check_combine(a, _heads, _rng.normal(size=(4, 4))),
     "weight entries": lambda a: ih.check_weight_entries(a, B=2, h=4, T=3, S=5),
     "head count": lambda a: ih.check_head_count(a, 16, 4),

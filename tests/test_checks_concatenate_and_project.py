@@ -21,7 +21,6 @@ from lessons_lib.checks.concatenate_and_project import (
     check_linear_weight,
     check_merge,
     check_merge_function,
-    check_mha_mask,
 )
 
 B, h, T, d_h = 2, 3, 4, 2
@@ -30,7 +29,7 @@ Floats = NDArray[np.float64]
 
 # What a solution cell writes; a "not yet" message must contain none of these.
 SOLUTION_SNIPPETS = (
-    "w.T", "~allowed", "@ wo", "@ w_o", "transpose(0, 2, 1, 3)", "np.concatenate", "np.sqrt", "sqrt(d_h)"
+    "w.T", "@ wo", "@ w_o", "transpose(0, 2, 1, 3)", "np.concatenate", "np.sqrt", "sqrt(d_h)"
 )
 
 
@@ -390,67 +389,6 @@ def test_linear_from_numpy_returns_a_tensor_or_odd_things(w_wide: Floats) -> Non
         assert not verdict.ok and verdict.answered, verdict
 
 
-# ---- nn.MultiheadAttention mask ----------------------------------------------------------
-
-
-def test_mha_mask_blank() -> None:
-    assert_unanswered(check_mha_mask(None, mha_numpy.causal_mask(T)), "replace None with", "boolean (T, S)")
-
-
-def test_mha_mask_correct() -> None:
-    allowed = mha_numpy.causal_mask(T)
-    assert_passes(check_mha_mask(~allowed, allowed), "blocked")
-
-
-def test_mha_mask_accepts_torch() -> None:
-    pytest.importorskip("torch")
-    from lessons_lib import mha_torch
-
-    allowed = mha_torch.causal_mask(T, T + 2)
-    assert check_mha_mask(~allowed, allowed).ok
-    assert_fails(check_mha_mask(allowed, allowed), "inverted convention")
-    assert_fails(check_mha_mask(allowed.double(), allowed), "0s and 1s")
-
-
-def test_mha_mask_inverted() -> None:
-    allowed = mha_numpy.causal_mask(T)
-    assert_fails(check_mha_mask(allowed, allowed), "inverted convention", "True as blocked")
-
-
-def test_mha_mask_transposed() -> None:
-    allowed = mha_numpy.causal_mask(T)
-    assert_fails(check_mha_mask((~allowed).T, allowed), "transposed")
-    rectangular = mha_numpy.causal_mask(T, T + 2)
-    assert_fails(check_mha_mask((~rectangular).T, rectangular), "transposed")
-
-
-def test_mha_mask_float_masks() -> None:
-    allowed = mha_numpy.causal_mask(T, T + 2)
-    assert_passes(check_mha_mask(np.where(allowed, 0.0, -np.inf), allowed), "additive")
-    assert_fails(check_mha_mask(np.where(allowed, -np.inf, 0.0), allowed), "inverted additive")
-    assert_fails(check_mha_mask(allowed.astype(float), allowed), "0s and 1s", "block nothing")
-    assert_fails(check_mha_mask((~allowed).astype(float), allowed), "0s and 1s", "block nothing")
-    assert_fails(check_mha_mask(np.zeros(allowed.shape), allowed), "-inf blocks")
-
-
-def test_mha_mask_wrong_shape_pattern_and_dtype() -> None:
-    allowed = mha_numpy.causal_mask(T)
-    assert_fails(check_mha_mask(np.ones((T, T + 1), dtype=bool), allowed), "expected shape")
-    assert_fails(check_mha_mask(np.zeros((T, T), dtype=bool), allowed), "pattern")
-    assert_fails(check_mha_mask((~allowed).astype(int), allowed), "dtype int")
-
-
-@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
-def test_mha_mask_never_raises_on_odd_answers(odd: Any) -> None:
-    verdict = check_mha_mask(odd, mha_numpy.causal_mask(T))
-    assert not verdict.ok and verdict.answered
-
-
-def test_mha_mask_bad_reference() -> None:
-    with pytest.raises(TypeError, match=r"allowed must hold booleans .* laid out as \(T, S\)"):
-        check_mha_mask(np.zeros((T, T), dtype=bool), np.zeros((T, T)))
-
-
 # ---- fix the broken layer ----------------------------------------------------------------
 
 
@@ -576,15 +514,13 @@ def test_each_exercise_has_its_own_label(
         check_combine(None, heads_out, wo),
         check_linear_weight(None, wo),
         check_linear_from_numpy(blank, w_wide),
-        check_mha_mask(None, mha_numpy.causal_mask(T)),
         check(blank, problem),
     ]
     labels = [verdict.question for verdict in verdicts]
     assert labels == [
         "merge", "merge by hand", "layer output", "nn.Linear weight", "nn.Linear from NumPy",
-        "nn.MultiheadAttention mask", "fixed layer",
+        "fixed layer",
     ]
-
 
 
 def test_lesson03_checks_do_not_import_torch() -> None:

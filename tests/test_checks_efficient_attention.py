@@ -1,4 +1,4 @@
-"""Lesson 07 quick-check: right answers pass, each recognised wrong answer is named, blanks get a hint.
+"""Lesson 08 quick-check: right answers pass, each recognised wrong answer is named, blanks get a hint.
 
 Every checker is also fed odd answers (wrong types, shapes, functions that raise) and must return a
 Verdict; no "not yet" message may contain the right answer.

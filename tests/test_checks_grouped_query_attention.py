@@ -1,4 +1,4 @@
-"""Quick-check functions of lesson 05: a blank answer is "not answered yet", the right answer passes
+"""Quick-check functions of lesson 06: a blank answer is "not answered yet", the right answer passes
 (NumPy and torch), each known mistake gets its own message, and no "not yet" gives the answer away."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_cache_blank_and_right() -> None:
     assert verdict.ok and str(verdict).startswith("[Llama 2 70B cache] correct")
     assert check_cache_bytes(torch.tensor(RIGHT_70B), LLAMA2_70B, **SERVED).ok
     assert check_cache_bytes(np.int64(RIGHT_70B), LLAMA2_70B, **SERVED).ok
-    assert kv_cache.cache_bytes(LLAMA2_70B, **SERVED) == RIGHT_70B  # the test's own figure is the library's
+    assert kv_cache.cache_bytes(LLAMA2_70B, SERVED["tokens"], SERVED["batch"]) == RIGHT_70B  # same figure
 
 
 @pytest.mark.parametrize(
@@ -123,6 +123,27 @@ def test_cache_rejects_a_bad_preset() -> None:
 
 
 # ----- group size ------------------------------------------------------------------------------
+# ----- a sliding window: Mistral 7B v0.1 keeps at most 4096 tokens per sequence ---------------
+MISTRAL = kv_cache.MODELS["Mistral 7B v0.1"]
+RIGHT_WINDOW = 2 * 32 * 8 * 128 * 4096 * 3 * 2  # 3 sequences of 32768 tokens, only 4096 of each kept
+
+
+def test_cache_with_a_window_right_and_forgotten() -> None:
+    verdict = check_cache_bytes(RIGHT_WINDOW, MISTRAL, tokens=32768, batch=3)
+    assert verdict.ok and "min(32768, window 4096) = 4096 tokens" in verdict.message
+    message = not_yet(check_cache_bytes(RIGHT_WINDOW * 8, MISTRAL, tokens=32768, batch=3), RIGHT_WINDOW)
+    assert "you counted all 32768 tokens" in message and "sliding window of 4096" in message
+    assert "one token" in not_yet(check_cache_bytes(RIGHT_WINDOW // 4096, MISTRAL, tokens=32768, batch=3),
+                                  RIGHT_WINDOW)
+
+
+def test_cache_shorter_than_the_window_counts_every_token() -> None:
+    right = 2 * 32 * 8 * 128 * 1000 * 2
+    assert check_cache_bytes(right, MISTRAL, tokens=1000).ok
+    message = not_yet(check_cache_bytes(2 * 32 * 8 * 128 * 4096 * 2, MISTRAL, tokens=1000), right)
+    assert "window" not in message  # below the window nothing is dropped: no window diagnosis
+
+
 def test_group_size() -> None:
     hint = blank(check_group_size(None, heads=32, kv_heads=8))
     assert "query heads" in hint and "h //" not in hint and "/ h_kv" not in hint

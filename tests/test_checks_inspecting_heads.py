@@ -1,4 +1,4 @@
-"""Lesson 04 Quick-check functions: a blank answer is "not answered yet", the right answer passes
+"""Lesson 05 Quick-check functions: a blank answer is "not answered yet", the right answer passes
 (NumPy and torch), each recognised wrong answer gets its own message, and no "not yet" message
 gives the right answer away."""
 

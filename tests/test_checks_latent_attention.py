@@ -1,4 +1,4 @@
-"""Lesson 06 quick-check: right answers pass, each recognised wrong answer is named, blank answers
+"""Lesson 07 quick-check: right answers pass, each recognised wrong answer is named, blank answers
 are "not answered yet", odd inputs never raise, and no "not yet" message gives the answer away."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import torch
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.latent_attention import (
     check_absorbed_query_weight,
+    check_absorbed_score_cost,
     check_equivalent_kv_heads,
     check_latent_scores,
     check_mla_cache_elements,
@@ -250,3 +251,39 @@ def test_reference_inputs_are_checked() -> None:
         check_rebuilt_keys(KEYS, LATENT, W_UK[0], W_UV)
     with pytest.raises(TypeError, match="x"):
         check_latent_scores(absorbed_scores, X.astype(int), W_DKV, W_Q, W_UK)
+
+
+# ----- absorbed score cost ------------------------------------------------------------------------
+COST = dict(heads=128, cached_tokens=4096, latent_width=512, nope_width=128, rope_width=64, layers=60)
+RIGHT_COST = 128 * 4096 * 576
+
+
+def test_score_cost_right() -> None:
+    v = check_absorbed_score_cost(RIGHT_COST, **COST)
+    assert v.ok and str(RIGHT_COST) in v.message
+    assert check_absorbed_score_cost(np.int64(RIGHT_COST), **COST).ok
+    assert check_absorbed_score_cost(torch.tensor(RIGHT_COST), **COST).ok
+
+
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (128 * 4096 * 512, "left out the rotary part"),
+        (128 * 4096 * 512 + 4096 * 64, "once per head"),
+        (4096 * 576, "that is one head"),
+        (128 * 576, "one cached token"),
+        (128 * 4096 * 192, "explicit route"),
+        (60 * RIGHT_COST, "all 60 layers"),
+        (2 * RIGHT_COST, "FLOPs"),
+        (12345, "not a count we recognise"),
+        ("lots", "expected one whole number"),
+    ],
+)
+def test_score_cost_wrong(answer: object, phrase: str) -> None:
+    assert_not_yet(check_absorbed_score_cost(answer, **COST), phrase, secret=str(RIGHT_COST))
+
+
+def test_score_cost_blank_and_odd_inputs() -> None:
+    assert_blank(check_absorbed_score_cost(None, **COST), "one whole number")
+    for odd in ODD_INPUTS:
+        assert not check_absorbed_score_cost(odd, **COST).ok

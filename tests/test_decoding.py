@@ -1,4 +1,4 @@
-"""Incremental decoding with a KV cache equals full causal attention (lesson 05)."""
+"""Incremental decoding with a KV cache equals full causal attention (lesson 06)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention
+from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention, tiled_attention_trace
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 
@@ -130,3 +130,57 @@ def test_bad_inputs_rejected() -> None:
         tiled_attention(q.astype(int), k, v)
     with pytest.raises(ValueError, match="at least 2 axes"):
         tiled_attention(np.ones(4), k, v)
+
+
+# --- the trace behind lesson 08's tiling picture ----------------------------------------------------
+
+
+def test_trace_order_skips_fully_masked_tiles() -> None:
+    rng = np.random.default_rng(6)
+    q, k, v = rng.standard_normal((8, 4)), rng.standard_normal((8, 4)), rng.standard_normal((8, 3))
+    trace = tiled_attention_trace(q, k, v, causal_mask(8, 8), block_size=2, query_block_size=2, row=5)
+    # query blocks outside, key blocks inside; tiles above the causal diagonal are never visited
+    assert trace.order.tolist() == [[1, 0, 0, 0], [2, 3, 0, 0], [4, 5, 6, 0], [7, 8, 9, 10]]
+    assert (trace.key_length, trace.block_size, trace.query_block_size) == (8, 2, 2)
+    assert np.abs(trace.output - attention(q, k, v, causal_mask(8, 8))[0]).max() <= 1e-12
+    # no mask: every tile, in row-major order
+    full = tiled_attention_trace(q, k, v, block_size=3, query_block_size=5)
+    assert full.order.tolist() == [[1, 2, 3], [4, 5, 6]]
+
+
+def test_trace_row_statistics_match_the_row() -> None:
+    rng = np.random.default_rng(7)
+    T, S, d = 6, 9, 5
+    q, k, v = rng.standard_normal((T, d)) * 2, rng.standard_normal((S, d)) * 2, rng.standard_normal((S, 2))
+    allowed = causal_mask(T, S)
+    for row in range(T):
+        trace = tiled_attention_trace(q, k, v, allowed, block_size=4, query_block_size=2, row=row)
+        scores = np.where(allowed[row], q[row] @ k.T / np.sqrt(d), -np.inf)
+        assert len(trace.row_max) == len(trace.row_sum) == 3  # one entry per key block, skipped or not
+        for block, (m, total) in enumerate(zip(trace.row_max, trace.row_sum, strict=True)):
+            seen = scores[: (block + 1) * 4]
+            assert np.isclose(m, seen.max())
+            assert np.isclose(total, np.exp(seen - seen.max()).sum())
+
+
+def test_trace_of_a_row_that_starts_fully_masked() -> None:
+    q, k, v = np.ones((2, 3)), np.ones((6, 3)), np.arange(12.0).reshape(6, 2)
+    allowed = np.array([[False, False, False, True, True, True]] * 2)
+    trace = tiled_attention_trace(q, k, v, allowed, block_size=3, row=1)
+    assert trace.order.tolist() == [[0, 1]]
+    assert trace.row_max[0] == -np.inf and trace.row_sum[0] == 0.0
+    assert np.allclose(trace.output, attention(q, k, v, allowed)[0])
+
+
+def test_trace_rejects_bad_input() -> None:
+    q, k, v = np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2))
+    with pytest.raises(ValueError, match=r"row must be in 0 \.\. 3, got row=4"):
+        tiled_attention_trace(q, k, v, row=4)
+    with pytest.raises(ValueError, match="exactly 2 axes"):
+        tiled_attention_trace(np.ones((1, 4, 3)), k, v)
+    with pytest.raises(ValueError, match="block_size must be a positive number"):
+        tiled_attention_trace(q, k, v, block_size=0)
+    with pytest.raises(ValueError, match="query_block_size must be a positive number"):
+        tiled_attention_trace(q, k, v, query_block_size=0)
+    with pytest.raises(TypeError, match="row must be an int"):
+        tiled_attention_trace(q, k, v, row=1.0)  # type: ignore[arg-type]

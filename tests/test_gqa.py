@@ -1,4 +1,4 @@
-"""Grouped-query attention (lesson 05): NumPy vs PyTorch vs SDPA vs an explicit per-head loop."""
+"""Grouped-query attention (lesson 06): NumPy vs PyTorch vs SDPA vs an explicit per-head loop."""
 
 from __future__ import annotations
 

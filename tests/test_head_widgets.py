@@ -1,4 +1,4 @@
-"""Lesson 04 widgets, driven without a browser (set a control's value, check ``.data``), and the one
+"""Lesson 05 widgets, driven without a browser (set a control's value, check ``.data``), and the one
 interface every lesson widget shares (`lessons_lib.widgets.base.LessonWidget`), checked on all five."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def model() -> ToyHeads:
     return load_toy_heads()
 
 
-# ----- the shared interface, on every widget of lessons 04 and 05 -----------------------------
+# ----- the shared interface, on every widget of lessons 05 and 06 -----------------------------
 MAKERS: dict[str, Callable[[ToyHeads], LessonWidget]] = {
     "HeadExplorer": HeadExplorer,
     "HeadReslicer": HeadReslicer,
@@ -96,7 +96,7 @@ def test_toggle_buttons_fit_their_longest_label() -> None:
     assert float(buttons.style.button_width.removesuffix("em")) >= 0.5 * longest + 1
 
 
-# ----- lesson 04 --------------------------------------------------------------------------------
+# ----- lesson 05 --------------------------------------------------------------------------------
 def test_head_explorer_follows_its_controls(model: ToyHeads) -> None:
     explorer = HeadExplorer(model)
     _, weights = run_layer(model, explorer.tokens)
@@ -182,3 +182,29 @@ def test_helpers() -> None:
     assert np.isnan(tiled).sum() == 25 - 12
     with pytest.raises(ValueError, match="slots"):
         tile_maps(np.ones((5, 2, 2)), slots=4)
+
+
+@pytest.mark.parametrize(
+    ("make", "labels"),
+    [
+        (HeadExplorer, ["attention weight", "weight entry"]),
+        (HeadReslicer, ["wq entry", "attention weight"]),
+        (lambda _model: SplitExplorer(), ["head"]),
+    ],
+)
+def test_head_widgets_have_static_colour_bars(
+    model: ToyHeads, make: Callable[[ToyHeads], LessonWidget], labels: list[str]
+) -> None:
+    widget = make(model)
+    bars = [image.colorbar for ax in widget.figure.axes for image in ax.images if image.colorbar is not None]
+    assert [bar.ax.get_ylabel() for bar in bars] == labels
+    # Drawn once into the cached background: no colour bar is among the artists redrawn per update.
+    assert not {bar.ax for bar in bars} & {getattr(artist, "axes", None) for artist in widget._dynamic}
+    for bar in bars:
+        assert bar.ax not in widget.figure.axes[:1] and bar.mappable.get_clim()[1] > bar.mappable.get_clim()[0]
+
+
+def test_split_explorer_bar_names_every_head_it_offers() -> None:
+    widget = SplitExplorer()
+    (bar,) = [image.colorbar for ax in widget.figure.axes for image in ax.images if image.colorbar is not None]
+    assert list(bar.get_ticks()) == list(range(max(widget.controls["heads"].options)))

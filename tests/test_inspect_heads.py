@@ -10,6 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matplotlib.colorbar import Colorbar
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
 
 from lessons_lib.inspect_heads import (
     EVAL_SEED,
@@ -23,6 +27,7 @@ from lessons_lib.inspect_heads import (
     head_maps,
     head_options,
     head_roles,
+    load_head_count_comparison,
     load_toy_heads,
     predict,
     run_layer,
@@ -229,12 +234,12 @@ def test_plots_return_figures(model) -> None:  # type: ignore[no-untyped-def]
     assert [t.get_text() for t in one.axes[0].get_xticklabels()] == labels
     assert np.allclose(np.asarray(one.axes[0].images[0].get_array()), weights[0, 0])
     grid = plot_head_grid(weights[0], labels)
-    assert [ax.get_title() for ax in grid.axes] == ["head 0", "head 1", "head 2", "head 3"]
+    assert [ax.get_title() for ax in grid.axes[:-1]] == ["head 0", "head 1", "head 2", "head 3"]  # then the bar
     contrast = plot_average_contrast(weights[0], labels)
-    assert contrast.axes[-1].get_title() == "average of heads"
-    assert np.allclose(np.asarray(contrast.axes[-1].images[0].get_array()), weights[0].mean(axis=0))
+    assert contrast.axes[-2].get_title() == "average of heads"  # the last axes is the colour bar
+    assert np.allclose(np.asarray(contrast.axes[-2].images[0].get_array()), weights[0].mean(axis=0))
     split = plot_split_layouts(split_layout(4, 8, 2, "correct"), split_layout(4, 8, 2, "wrong"), 2)
-    assert len(split.axes) == 2
+    assert len(split.axes) == 3  # two layouts and their colour bar
     with pytest.raises(ValueError, match="one label per position"):
         plot_head_map(weights[0, 0], labels[:3], labels, "")
     with pytest.raises(ValueError, match="one entry per head"):
@@ -242,10 +247,125 @@ def test_plots_return_figures(model) -> None:  # type: ignore[no-untyped-def]
     plt.close("all")
 
 
-def test_lesson_04_never_imports_torch_or_trains() -> None:
+def test_lesson_05_never_imports_torch_or_trains() -> None:
     import json
 
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "04_inspecting_heads.ipynb"
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "05_inspecting_heads.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "torch" not in code and "train(" not in code
+
+
+def _colorbars(fig: Figure) -> list[tuple[AxesImage, Colorbar]]:
+    """Each image of ``fig`` that has a colour bar, with its bar."""
+    return [(image, image.colorbar) for ax in fig.axes for image in ax.images if image.colorbar is not None]
+
+
+def test_every_heatmap_has_a_colour_bar(model) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lessons_lib.plotting.attention_maps import (
+        plot_average_contrast,
+        plot_head_grid,
+        plot_head_map,
+        plot_split_layouts,
+    )
+
+    tokens, _ = make_batch(1, model.config, seed=EVAL_SEED)
+    weights = run_layer(model, tokens)[1][0]  # (h, T, S)
+    labels = model.labels(tokens[0])
+    for fig in (plot_head_map(weights[0], labels, labels), plot_head_grid(weights, labels)):
+        ((image, bar),) = _colorbars(fig)
+        assert bar.ax.get_ylabel() == "attention weight"
+        assert image.get_clim() == (0.0, 1.0)  # one scale, shared by every panel
+        assert all(other.get_clim() == (0.0, 1.0) for ax in fig.axes for other in ax.images)
+    contrast = plot_average_contrast(weights, labels)
+    assert len(_colorbars(contrast)) == 1 and len(contrast.axes) == weights.shape[0] + 2
+    split = plot_split_layouts(split_layout(4, 8, 4, "correct"), split_layout(4, 8, 4, "wrong"), 4)
+    ((_, bar),) = _colorbars(split)
+    assert bar.ax.get_ylabel() == "head"
+    assert list(bar.get_ticks()) == [0, 1, 2, 3]  # only the heads that exist
+    plt.close("all")
+
+
+# ----- the shipped one-head-vs-four-heads comparison ------------------------------------------
+def test_comparison_loads_with_consistent_shapes() -> None:
+    shipped = load_head_count_comparison()
+    assert shipped.head_counts == (1, 4) and shipped.targets == ("previous", "next", "marker")
+    assert shipped.accuracy.shape == (2, len(shipped.seeds), 3)
+    assert shipped.final_loss.shape == (2, len(shipped.seeds))
+    for name in shipped.targets:
+        assert [len(shipped.weight_on[name][i][0]) for i in range(2)] == [1, 4]  # one number per head
+    assert shipped.config["width"] == 16 and shipped.config["optimiser"] == "Adam"
+
+
+def test_comparison_loader_explains_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"run `python scripts/compare_head_counts.py`"):
+        load_head_count_comparison(tmp_path / "absent.json")
+
+
+def _broken_copies() -> dict[str, tuple[str, str]]:
+    import json
+
+    from lessons_lib.toy_task import COMPARISON_PATH
+
+    good = json.loads(COMPARISON_PATH.read_text(encoding="utf-8"))
+    no_runs = {key: value for key, value in good.items() if key != "runs"}
+    missing_run = {**good, "runs": good["runs"][1:]}
+    bad_accuracy = json.loads(json.dumps(good))
+    bad_accuracy["runs"][0]["accuracy"]["next"] = 1.5
+    no_target = json.loads(json.dumps(good))
+    del no_target["runs"][2]["accuracy"]["marker"]
+    return {
+        "not json": ("{ this is not json", "not a valid head-count comparison"),
+        "no runs": (json.dumps(no_runs), r"missing entry 'runs'"),
+        "a run missing": (json.dumps(missing_run), r"no run for \(heads, seed\) in \[\(1, 0\)\]"),
+        "accuracy above 1": (json.dumps(bad_accuracy), r"accuracies must lie in \[0, 1\]"),
+        "a target missing": (json.dumps(no_target), r"missing entry 'marker'"),
+        "a list, not a record": ("[1, 2, 3]", "not a valid head-count comparison"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_broken_copies()))
+def test_comparison_loader_rejects_a_malformed_file(tmp_path: Path, case: str) -> None:
+    text, message = _broken_copies()[case]
+    path = tmp_path / "comparison.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as caught:
+        load_head_count_comparison(path)
+    assert str(path) in str(caught.value)
+    if "must lie" not in message:
+        assert "re-run `python scripts/compare_head_counts.py`" in str(caught.value)
+
+
+def test_comparison_plot_shows_the_numbers() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lessons_lib.plotting.attention_maps import plot_head_count_comparison
+
+    shipped = load_head_count_comparison()
+    fig = plot_head_count_comparison(shipped.accuracy, shipped.head_counts, 16, shipped.targets, chance=1 / 6)
+    ax = fig.axes[0]
+    heights = [patch.get_height() for patch in ax.patches if isinstance(patch, Rectangle)]
+    assert np.allclose(heights, shipped.accuracy.mean(axis=1).ravel())  # bars: means over seeds, per head count
+    dots = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(dots) == 2
+    for line, per_seed in zip(dots, shipped.accuracy, strict=True):
+        assert np.allclose(np.asarray(line.get_ydata()), per_seed.T.ravel())  # one dot per seed and target
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() == "held-out accuracy"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["previous token", "next token", "marker token"]
+    box = ax.get_legend()
+    assert box is not None
+    legend = [t.get_text() for t in box.get_texts()]
+    assert "1 head of width 16 (mean)" in legend and "4 heads of width 4 (mean)" in legend
+    with pytest.raises(ValueError, match="len\\(head_counts\\)"):
+        plot_head_count_comparison(shipped.accuracy, (1,), 16, shipped.targets)
+    with pytest.raises(ValueError, match="3 axes"):
+        plot_head_count_comparison(shipped.accuracy[0], (1, 4), 16, shipped.targets)
+    plt.close("all")

@@ -1,4 +1,4 @@
-"""KV-cache sizes (lesson 05): the formula, the model presets, and their official config figures."""
+"""KV-cache sizes (lesson 06): the formula, the model presets, and their official config figures."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from lessons_lib.kv_cache import (
     attention_kind,
     cache_bytes,
     cache_per_token,
+    cached_tokens,
     format_bytes,
     kv_cache_bytes,
     kv_head_options,
@@ -29,7 +30,7 @@ CONFIGS = {
     "Llama 2 70B": ("meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8),
     "Llama 3 8B": ("meta-llama/Meta-Llama-3-8B", 32, 4096, 32, 8),
     "Llama 3 70B": ("meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8),
-    "Mistral 7B": ("mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8),
+    "Mistral 7B v0.1": ("mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8),
 }
 
 
@@ -57,7 +58,7 @@ def test_known_values() -> None:
 
 def test_kinds_match_the_syllabus() -> None:
     assert [MODELS[n].kind for n in ("Llama 2 7B", "Llama 2 13B")] == ["MHA", "MHA"]
-    assert [MODELS[n].kind for n in ("Llama 2 70B", "Llama 3 8B", "Llama 3 70B", "Mistral 7B")] == ["GQA"] * 4
+    assert [MODELS[n].kind for n in ("Llama 2 70B", "Llama 3 8B", "Llama 3 70B", "Mistral 7B v0.1")] == ["GQA"] * 4
     assert MODELS["Llama 2 70B"].group_size == 8
     assert attention_kind(8, 1) == "MQA"
 
@@ -101,9 +102,9 @@ def test_ladder_rows() -> None:
 
 def test_cache_bytes_errors() -> None:
     with pytest.raises(ValueError, match="tokens must be positive"):
-        cache_bytes(MODELS["Mistral 7B"], tokens=0)
+        cache_bytes(MODELS["Mistral 7B v0.1"], tokens=0)
     with pytest.raises(TypeError, match="batch must be an int"):
-        cache_bytes(MODELS["Mistral 7B"], tokens=1, batch=1.5)  # type: ignore[arg-type]
+        cache_bytes(MODELS["Mistral 7B v0.1"], tokens=1, batch=1.5)  # type: ignore[arg-type]
 
 
 def test_kv_cache_bytes_unchanged() -> None:
@@ -134,3 +135,73 @@ def test_byte_counts_are_exact_for_numpy_integers() -> None:
     sizes: list[Any] = [np.int32(n) for n in (80, 8, 128, 100_000, 64)]  # NumPy ints, as a config might hold
     assert kv_cache_bytes(*sizes) == 2 * 80 * 8 * 128 * 100_000 * 64 * 2 == 2_097_152_000_000
     assert format_bytes(kv_cache_bytes(np.int64(32), 8, 128)) == "128 KiB"  # type: ignore[arg-type]
+
+
+# ----- sliding windows --------------------------------------------------------------------------
+# "sliding_window" from each config.json: 4096 in Mistral-7B-v0.1's; the Llama configs have none.
+WINDOWS = {"Mistral 7B v0.1": 4096}
+
+
+def test_presets_carry_their_sliding_window() -> None:
+    for name, preset in MODELS.items():
+        assert preset.sliding_window == WINDOWS.get(name), name
+
+
+def test_cached_tokens_is_min_of_tokens_and_window() -> None:
+    assert cached_tokens(100) == 100
+    assert cached_tokens(100, window=4096) == 100
+    assert cached_tokens(4096, window=4096) == 4096
+    assert cached_tokens(32768, window=4096) == 4096
+    assert cached_tokens(np.int64(10), window=np.int32(3)) == 3  # type: ignore[arg-type]
+
+
+def test_kv_cache_bytes_with_a_window() -> None:
+    per_token = kv_cache_bytes(32, 8, 128)
+    assert kv_cache_bytes(32, 8, 128, tokens=1000, window=4096) == 1000 * per_token
+    assert kv_cache_bytes(32, 8, 128, tokens=32768, window=4096) == 4096 * per_token
+    assert kv_cache_bytes(32, 8, 128, 32768, 2, 2, 4096) == 2 * 4096 * per_token  # positional, last
+    # the cache stops growing at the window: equal for every T >= W
+    assert len({kv_cache_bytes(2, 1, 4, tokens=t, window=16) for t in range(16, 100)}) == 1
+
+
+@pytest.mark.parametrize(("window", "error", "text"), [
+    (0, ValueError, r"window \(W\) must be positive, got window=0"),
+    (-5, ValueError, "must be positive"),
+    (4096.0, TypeError, "window must be a positive int .* or None for no window, got float"),
+    (True, TypeError, "got bool True"),
+    ("4096", TypeError, "got str"),
+])
+def test_window_validation(window: Any, error: type[Exception], text: str) -> None:
+    with pytest.raises(error, match=text):
+        kv_cache_bytes(1, 1, 1, tokens=10, window=window)
+    with pytest.raises(error, match="sliding_window"):  # the preset names its own field
+        ModelPreset("bad", 2, 96, 12, 4, "x", sliding_window=window)
+
+
+def test_mistral_v01_keeps_at_most_4096_tokens() -> None:
+    mistral = MODELS["Mistral 7B v0.1"]
+    assert cache_bytes(mistral, 4096) == 512 * 1024**2
+    assert cache_bytes(mistral, 8192) == cache_bytes(mistral, 32768) == 512 * 1024**2  # not 1 GiB, not 4 GiB
+    assert cache_bytes(mistral, 8192, windowed=False) == 1024**3
+    assert cache_bytes(mistral, 32768, windowed=False) == 4 * 1024**3
+    assert cache_bytes(mistral, 1000) == 1000 * cache_per_token(mistral)  # below the window: every token
+    assert cache_bytes(mistral, 32768, batch=4, kv_heads=32) == 4 * 4 * 512 * 1024**2  # MHA-equivalent, windowed
+    llama = MODELS["Llama 3 8B"]  # same sizes, no window
+    assert cache_bytes(llama, 32768) == cache_bytes(mistral, 32768, windowed=False)
+    with pytest.raises(TypeError, match="windowed must be True or False"):
+        cache_bytes(mistral, 10, windowed=None)  # type: ignore[arg-type]
+
+
+def test_ladder_keeps_the_window() -> None:
+    mistral = MODELS["Mistral 7B v0.1"]
+    rows = ladder(mistral, tokens=32768)
+    assert [n for _, _, n in rows] == [cache_bytes(mistral, 4096, kv_heads=k) for k in (32, 8, 1)]
+    full = ladder(mistral, tokens=32768, windowed=False)
+    assert [n for _, _, n in full] == [8 * n for _, _, n in rows]
+
+
+def test_presets_built_positionally_still_work() -> None:
+    """Lesson 07 and older code build presets without the new field: no window by default."""
+    preset = ModelPreset("toy", 2, 64, 8, 2, "x")
+    assert preset.sliding_window is None
+    assert cache_bytes(preset, 100) == kv_cache_bytes(2, 2, 8, tokens=100)

@@ -7,7 +7,7 @@ import pytest
 
 from lessons_lib.kv_cache import kv_cache_bytes
 from lessons_lib.mha_numpy import attention, causal_mask
-from lessons_lib.mla import LatentAttention, LatentCache, mla_cache_bytes
+from lessons_lib.mla import LatentAttention, LatentCache, attention_multiply_adds, mla_cache_bytes
 from lessons_lib.rope import apply_rope
 
 
@@ -153,3 +153,67 @@ def test_bad_inputs_rejected() -> None:
     cache = LatentCache(np.zeros((1, 0, 4)), np.zeros((1, 0, 2)))
     with pytest.raises(ValueError, match="latent to append"):
         cache.append(np.zeros((1, 1, 5)), np.zeros((1, 1, 2)))
+
+
+def test_sizes_follow_the_weights() -> None:
+    layer = LatentAttention(10, 2, latent_width=3, rope_width=4, nope_width=5, value_width=6)
+    assert layer.sizes == {"D": 10, "h": 2, "d_c": 3, "d_nope": 5, "d_rope": 4, "d_v": 6}
+    small = LatentAttention.from_weights(
+        layer.w_dkv[:, :2], layer.w_uk[:, :2], layer.w_uv[:, :2], layer.w_kr, layer.w_q, layer.w_qr, layer.w_o
+    )
+    assert small.sizes["d_c"] == 2
+
+
+def _counted_by_loops(route: str, T: int, S: int, h: int, d_c: int, d_n: int, d_r: int, d_v: int) -> int:
+    """Multiply-adds by walking the causal mask: an independent count of what each route does."""
+    allowed = causal_mask(T, S)  # (T, S), new queries at the last T positions
+    total = 0
+    for _ in range(h):
+        if route == "explicit":
+            total += sum(d_c * (d_n + d_v) for _ in range(S))  # rebuild k_s and v_s of every position
+            total += sum((d_n + d_r) + d_v for t in range(T) for s in range(S) if allowed[t, s])
+        else:
+            total += sum(d_n * d_c + d_c * d_v for _ in range(T))  # fold W_uk into q, W_uv after mixing
+            total += sum((d_c + d_r) + d_c for t in range(T) for s in range(S) if allowed[t, s])
+    return total
+
+
+@pytest.mark.parametrize("route", ["explicit", "absorbed"])
+def test_multiply_adds_match_a_loop_over_the_mask(route: str) -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        h, d_c, d_n, d_r, d_v = (int(n) for n in rng.integers(1, 7, size=5))
+        S = int(rng.integers(1, 9))
+        T = int(rng.integers(1, S + 1))
+        sizes = dict(heads=h, latent_width=d_c, nope_width=d_n, rope_width=2 * d_r, value_width=d_v)
+        assert attention_multiply_adds(route, T, S, **sizes) == _counted_by_loops(
+            route, T, S, h, d_c, d_n, 2 * d_r, d_v
+        )
+
+
+def test_multiply_adds_decode_favours_absorbed_prefill_explicit() -> None:
+    ds = dict(heads=128, latent_width=512, nope_width=128, rope_width=64, value_width=128)
+    # per (query, cached token) and head: absorbed 576 + 512, explicit 192 + 128
+    decode_e = attention_multiply_adds("explicit", 1, 4096, **ds)
+    decode_a = attention_multiply_adds("absorbed", 1, 4096, **ds)
+    assert decode_e == 128 * (4096 * 512 * 256 + 4096 * 320)
+    assert decode_a == 128 * (128 * 512 + 4096 * 1088 + 512 * 128)
+    assert decode_e > 100 * decode_a
+    prefill_e = attention_multiply_adds("explicit", 4096, 4096, **ds)
+    prefill_a = attention_multiply_adds("absorbed", 4096, 4096, **ds)
+    assert prefill_a == pytest.approx(3 * prefill_e, rel=1e-3)
+    for S in range(2, 50):  # absorbed wins a decoding step from two cached tokens on
+        assert attention_multiply_adds("absorbed", 1, S, **ds) < attention_multiply_adds("explicit", 1, S, **ds)
+
+
+def test_multiply_adds_bad_arguments() -> None:
+    sizes = dict(heads=2, latent_width=4, nope_width=3, rope_width=2, value_width=3)
+    with pytest.raises(ValueError, match="route must be 'explicit' or 'absorbed'"):
+        attention_multiply_adds("fused", 1, 4, **sizes)
+    with pytest.raises(ValueError, match=r"S >= T"):
+        attention_multiply_adds("explicit", 5, 4, **sizes)
+    with pytest.raises(ValueError, match=r"new_tokens \(T\) must be positive"):
+        attention_multiply_adds("explicit", 0, 4, **sizes)
+    with pytest.raises(TypeError, match="cached_tokens must be an int"):
+        attention_multiply_adds("absorbed", 1, 4.0, **sizes)  # type: ignore[arg-type]
+    assert attention_multiply_adds("absorbed", 1, 4, **{**sizes, "rope_width": 0}) > 0

@@ -237,7 +237,27 @@ def predict_problems(nb: Notebook) -> list[str]:
     return problems
 
 
+PLOTTING_CALL = re.compile(r"\b(" + "|".join(("attention_flow", "head_split", "head_merge", "mask_conventions",
+    "attention_maps", "cache_charts", "latent_flow", "tiling")) + r")\.\w+\(")
+
+
+def figure_problems(nb: Notebook) -> list[str]:
+    """Every lesson shows at least one figure (a stored PNG) drawn by a ``lessons_lib.plotting``
+    function from the lesson's own arrays; nbval does not compare PNGs, so the cell that draws it
+    (or the next one) must also print what the figure shows."""
+    figures = [
+        (i, cell) for i, cell in enumerate(code_cells(nb), 1)
+        if any("image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+    ]
+    if not figures:
+        return ["no figure: a lesson shows at least one picture drawn by a lessons_lib.plotting function"]
+    if not any(PLOTTING_CALL.search(source(cell)) for _, cell in figures):
+        return ["no figure is drawn by a lessons_lib.plotting function (pasted or inline-only pictures)"]
+    return []
+
+
 CHECKS: dict[str, Callable[[Notebook], list[str]]] = {
+    "figures": figure_problems,
     "exercises": exercise_problems,
     "predictions": predict_problems,
     "one_library_import_style": library_import_problems,
@@ -316,9 +336,16 @@ def clean_notebook() -> Notebook:
             code("from lessons_lib import mha_numpy\nfrom lessons_lib.checks import one_head\nx = 10", 3),
             *[cell for n in range(4) for cell in [markdown("**Predict:** what prints?"), code("print(0)", 4 + n)]],
             *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n)],
+            figure(20),
             markdown("## What comes next\n\nLesson 02."),
         ],
     }
+
+
+def figure(count: int) -> dict[str, Any]:
+    data = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    png = {"output_type": "display_data", "metadata": {}, "data": data}
+    return code("fig = attention_maps.plot_heads(weights)\nplt.show()", count, [png])
 
 
 def test_checks_pass_a_clean_notebook() -> None:
@@ -446,7 +473,17 @@ def import_dotted(nb: Notebook) -> None:
     nb["cells"][4]["source"] = "import lessons_lib.mha_numpy"
 
 
+def drop_figure(nb: Notebook) -> None:
+    nb["cells"] = [cell for cell in nb["cells"] if "fig = " not in source(cell)]
+
+
+def inline_figure(nb: Notebook) -> None:
+    next(cell for cell in nb["cells"] if "fig = " in source(cell))["source"] = "fig = plt.imshow(w)\nplt.show()"
+
+
 BROKEN = [
+    ("figures", drop_figure),
+    ("figures", inline_figure),
     ("exercises", drop_an_exercise),
     ("exercises", fill_an_exercise),
     ("exercises", no_minutes),
@@ -481,6 +518,29 @@ BROKEN = [
 def test_each_check_catches_its_problem(check: str, change: Callable[[Notebook], None]) -> None:
     nb = broken(change)
     assert CHECKS[check](nb), f"{check} did not notice {change.__name__}"
+
+
+TITLE = re.compile(r"# Lesson (\d\d) — \S")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_title_names_the_lesson_number_of_its_file(path: Path) -> None:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = source(nb["cells"][0]).splitlines()[0]
+    match = TITLE.match(first)
+    assert match, f"{path.name}: the title must read '# Lesson NN — Title', got {first!r}"
+    assert match[1] == path.name[:2], f"{path.name}: the title says lesson {match[1]}"
+
+
+def test_lessons_are_numbered_without_gaps() -> None:
+    numbers = [int(path.name[:2]) for path in NOTEBOOKS]
+    assert numbers == list(range(1, len(numbers) + 1)), f"lesson numbers {numbers}"
+
+
+def test_readme_lists_every_lesson_in_order() -> None:
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\d\d_[a-z0-9_]+)` \|", readme, flags=re.MULTILINE)
+    assert listed == [path.stem for path in NOTEBOOKS], "README's lesson table differs from notebooks/"
 
 
 def test_ten_x_is_not_mistaken_for_an_address() -> None:

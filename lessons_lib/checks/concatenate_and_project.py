@@ -10,10 +10,10 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   or transposed, a direct-reshape merge, a 1/h factor.
 - `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``;
   the copy without transposing, a bias.
-- `check_mha_mask`: the ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a transposed
-  mask, float masks (inverted additive, 0/1 numbers).
 - `check_fixed_forward`: the repaired broken layer; which bug remains (the direct-reshape split, the
   unscaled scores), a wrong scale, a direct-reshape merge.
+
+The mask exercise of ``nn.MultiheadAttention`` moved to `lessons_lib.checks.matching_pytorch` (lesson 04).
 
 Answers may be NumPy arrays or torch tensors; this module imports NumPy only.
 """
@@ -32,10 +32,8 @@ from lessons_lib.checks import (
     failed,
     first_match,
     function_answer,
-    mask_answer,
     passed,
     reference_array,
-    reference_mask,
     same,
 )
 
@@ -46,7 +44,6 @@ __all__ = [
     "check_linear_weight",
     "check_merge",
     "check_merge_function",
-    "check_mha_mask",
 ]
 
 Floats = NDArray[np.float64]
@@ -201,50 +198,6 @@ def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
     if bias is not None:
         return failed(question, "the layer has a bias, so it computes x @ w + bias: the lesson's layers have none")
     return replace(check_linear_weight(weight, w), question=question)
-
-
-def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
-    """Question "nn.MultiheadAttention mask": ``attn_mask`` from ``allowed (T, S)`` (True = may attend)."""
-    question = "nn.MultiheadAttention mask"
-    allowed_mask = reference_mask("allowed", allowed, "(T, S)", rank=2)
-    answer = mask_answer(question, attn_mask, "a boolean (T, S) mask in nn.MultiheadAttention's convention")
-    if isinstance(answer, Verdict):
-        return answer
-    blocked = ~allowed_mask
-    if answer.dtype.kind == "f":
-        return _check_additive_mask(question, answer, blocked)
-    if answer.dtype != np.bool_:
-        return failed(question, f"expected a boolean mask or a float additive mask, got dtype {answer.dtype}")
-    if same(answer, blocked):
-        return passed(question, "~allowed: nn.MultiheadAttention reads True as blocked, the opposite of SDPA")
-    mistake = first_match(answer, [
-        (allowed_mask,
-         "inverted convention: you passed allowed itself (True = may attend), but nn.MultiheadAttention "
-         "reads True as blocked, so it would block exactly the positions you meant to allow"),
-        (blocked.T, "the mask is transposed: rows are queries (T) and columns are source positions (S)"),
-    ])
-    if mistake is not None:
-        return failed(question, mistake)
-    if answer.shape != blocked.shape:
-        return failed(question, f"expected shape (T, S) = {blocked.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the pattern does not block exactly what allowed forbids")
-
-
-def _check_additive_mask(question: str, answer: NDArray[Any], blocked: NDArray[np.bool_]) -> Verdict:
-    """A float mask is added to the scores: 0 where allowed, -inf where blocked."""
-    if same(answer, np.where(blocked, -np.inf, 0.0)):
-        return passed(question, "an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed")
-    zeros_and_ones = (
-        "a float mask is added to the scores, it is not a switch: these 0s and 1s only raise some scores "
-        "by 1 and block nothing"
-    )
-    mistake = first_match(answer, [
-        (np.where(blocked, 0.0, -np.inf),
-         "inverted additive mask: this -inf sits where attention is allowed, so it blocks the wrong positions"),
-        (blocked.astype(float), zeros_and_ones),
-        ((~blocked).astype(float), zeros_and_ones),
-    ])
-    return failed(question, mistake or "a float mask is added to the scores: 0 keeps a score, -inf blocks it")
 
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, scale: float | None = None,

@@ -3,7 +3,8 @@
 
 Each checker compares an answer with the right one and, when it is wrong, looks for the mistake
 that produces exactly that answer: forgetting the factor 2 for K and V, counting ``h`` heads
-instead of ``h_kv``, tiling K/V heads instead of repeating each one ``g`` times in a row, swapping
+instead of ``h_kv``, counting every token where a sliding window keeps only the last ``W``, tiling
+K/V heads instead of repeating each one ``g`` times in a row, swapping
 ``g`` (query heads per K/V head) and ``h_kv`` (number of K/V heads), or pooling the wrong columns
 when a multi-head checkpoint becomes a GQA one. A "not yet" names the mistake, never the answer.
 """
@@ -27,7 +28,7 @@ from lessons_lib.checks import (
     reference_array,
     same,
 )
-from lessons_lib.kv_cache import ModelPreset, kv_cache_bytes
+from lessons_lib.kv_cache import ModelPreset, cached_tokens, kv_cache_bytes
 from lessons_lib.validation import check_int, group_size
 
 __all__ = [
@@ -44,11 +45,15 @@ __all__ = [
 # ----- the size of the KV cache --------------------------------------------------------------
 def _cache_verdict(
     question: str, answer: Any, layers: int, heads: int, kv_heads: int, head_dim: int,
-    tokens: int = 1, batch: int = 1, bytes_per_element: int = 2,
+    tokens: int = 1, batch: int = 1, bytes_per_element: int = 2, window: int | None = None,
 ) -> Verdict:
-    """Judge a cache size in bytes; every factor of the formula has a mistake of its own."""
+    """Judge a cache size in bytes; every factor of the formula has a mistake of its own.
+
+    With a sliding ``window`` the cache holds ``min(tokens, window)`` tokens per sequence.
+    """
     group_size(heads, kv_heads)
-    right = kv_cache_bytes(layers, kv_heads, head_dim, tokens, batch, bytes_per_element)
+    kept = cached_tokens(tokens, window)
+    right = kv_cache_bytes(layers, kv_heads, head_dim, kept, batch, bytes_per_element)
     value = int_answer(question, answer, "the number of bytes (a whole number)")
     if isinstance(value, Verdict):
         number = number_answer(question, answer, "the number of bytes")
@@ -58,18 +63,23 @@ def _cache_verdict(
                 return failed(question, f"{number} looks like the size in {unit}; give it in bytes, a whole number")
         return value
     if value == right:
-        sizes = f"{tokens} tokens x batch {batch} x " if tokens * batch > 1 else ""
+        sizes = f"{kept} tokens x batch {batch} x " if kept * batch > 1 else ""
+        if kept < tokens:
+            sizes = f"min({tokens}, window {window}) = " + sizes
         return passed(
             question,
             f"2 (K and V) x {layers} layers x h_kv={kv_heads} x d_h={head_dim} x {sizes}"
             f"{bytes_per_element} bytes = {right} bytes",
         )
     all_heads = right * heads // kv_heads
-    mistakes = [
-        (right // 2, "you counted only keys or only values: both are cached, hence the factor 2"),
+    per_head = [  # "h instead of h_kv" is a mistake only when the two differ
         (all_heads, f"you used h={heads} query heads (or the full width D = h x d_h); the cache holds "
                     f"h_kv={kv_heads} K/V heads of d_h={head_dim} features each"),
         (all_heads // 2, f"you used h={heads} instead of h_kv={kv_heads} and left out the factor 2 for K and V"),
+    ] if kv_heads != heads else []
+    mistakes = [
+        (right // 2, "you counted only keys or only values: both are cached, hence the factor 2"),
+        *per_head,
         (right * heads, f"you used the model width D = {heads * head_dim} where each K/V head has d_h={head_dim}"),
         (right // layers, f"that is one layer's share; every one of the {layers} layers keeps its own cache"),
         (right // bytes_per_element,
@@ -77,14 +87,16 @@ def _cache_verdict(
         (right / 2**30, "that is the size in GiB; give it in bytes"),
         (right / 2**20, "that is the size in MiB; give it in bytes"),
     ]
-    if tokens > 1:
-        mistakes.append((right // tokens, f"that is the cache of one token; each sequence holds {tokens} tokens"))
+    if kept < tokens:  # the window is shorter than the sequence: forgetting it counts every token
+        mistakes.insert(0, (right * tokens // kept,
+                            f"you counted all {tokens} tokens; with a sliding window of {window} tokens each "
+                            f"layer keeps only the most recent {window} in its rolling cache"))
+    if kept > 1:
+        mistakes.append((right // kept, f"that is the cache of one token; each sequence holds {kept} tokens"))
     if batch > 1:
         mistakes.append((right // batch, f"that is the cache of one sequence; the batch holds {batch} of them"))
-    if tokens > 1 and batch > 1:
-        mistakes.append((right // (tokens * batch), "that is the cache of one token of one sequence"))
-    if kv_heads == heads:  # h = h_kv: "h instead of h_kv" is no mistake
-        del mistakes[1:3]
+    if kept > 1 and batch > 1:
+        mistakes.append((right // (kept * batch), "that is the cache of one token of one sequence"))
     found = [message for wrong, message in mistakes if same(value, wrong)]
     if found:
         return failed(question, f"{value} is not right: " + "; or ".join(found))
@@ -102,11 +114,15 @@ def check_bytes_per_token(
 def check_cache_bytes(
     answer: Any, preset: ModelPreset, tokens: int, batch: int = 1, bytes_per_element: int = 2
 ) -> Verdict:
-    """Question "<model> cache": bytes of ``preset``'s KV cache for ``batch`` sequences of ``tokens`` tokens."""
+    """Question "<model> cache": bytes of ``preset``'s KV cache for ``batch`` sequences of ``tokens`` tokens.
+
+    A preset with a ``sliding_window`` keeps at most that many tokens per sequence.
+    """
     if not isinstance(preset, ModelPreset):
         raise TypeError(f"preset must be a kv_cache.ModelPreset, got {type(preset).__name__}")
     return _cache_verdict(f"{preset.name} cache", answer, preset.layers, preset.heads, preset.kv_heads,
-                          preset.head_dim, check_int("tokens", tokens), check_int("batch", batch), bytes_per_element)
+                          preset.head_dim, check_int("tokens", tokens), check_int("batch", batch), bytes_per_element,
+                          preset.sliding_window)
 
 
 # ----- which K/V head each query head reads ---------------------------------------------------

@@ -1,5 +1,6 @@
 """Quick check of the lesson "Latent attention" (MLA; checkers in ``lessons_lib.checks.latent_attention``):
-keys rebuilt from the latent, absorption, scores against the latent, cache size, the GQA equivalent.
+keys rebuilt from the latent, absorption, scores against the latent, cache size, the GQA equivalent,
+the cost of absorbed scores.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 mistakes people make most often (the value up-projection where the key one belongs, the heads summed
@@ -35,6 +36,7 @@ from lessons_lib.checks import (
 
 __all__ = [
     "check_absorbed_query_weight",
+    "check_absorbed_score_cost",
     "check_equivalent_kv_heads",
     "check_latent_scores",
     "check_mla_cache_elements",
@@ -293,4 +295,50 @@ def check_equivalent_kv_heads(
         question,
         mistake or "not the count we expected: divide MLA's numbers per token and layer by what one GQA "
         "KV head stores per token and layer",
+    )
+
+
+def check_absorbed_score_cost(
+    answer: Any, *, heads: int, cached_tokens: int, latent_width: int, nope_width: int, rope_width: int,
+    layers: int,
+) -> Verdict:
+    """Question "absorbed score cost": multiply-adds for the absorbed scores of ONE new query against
+    ``cached_tokens`` positions, in one layer, all heads: ``h * S * (d_c + d_rope)``.
+
+    ``nope_width`` (``d_nope``) and ``layers`` are only there to recognise mistakes.
+
+    Recognises: the rotary part left out, the rotary dot product counted once instead of per head,
+    one head only, one cached token only, the explicit width ``d_nope + d_rope``, all layers, and
+    multiplies and adds counted separately (FLOPs).
+    """
+    question = "absorbed score cost"
+    a = int_answer(question, answer, "one whole number: multiply-adds of one layer's absorbed scores for one query")
+    if isinstance(a, Verdict):
+        return a
+    h, S, d_c, d_nope, d_rope = heads, cached_tokens, latent_width, nope_width, rope_width
+    right = h * S * (d_c + d_rope)
+    if a == right:
+        return passed(
+            question,
+            f"h x S x (d_c + d_rope) = {h} x {S} x ({d_c} + {d_rope}) = {right}: every head compares its "
+            f"absorbed query with each cached latent and its rotary query with each rotary key",
+        )
+    mistake = first_match(a, [
+        (h * S * d_c, f"you left out the rotary part: each head's score also has q^R_i . k^R, over "
+                      f"d_rope = {d_rope} more features"),
+        (h * S * d_c + S * d_rope,
+         "the rotary key is shared, but each head has its own rotary query q^R_i, so the rotary dot "
+         "product is computed once per head"),
+        (S * (d_c + d_rope), f"that is one head; all {h} heads compute their own scores"),
+        (h * (d_c + d_rope), f"that is one cached token; the query is scored against all S = {S} of them"),
+        (h * S * (d_nope + d_rope),
+         f"that is the explicit route, over d_nope + d_rope features; absorbed queries have d_c = {d_c} "
+         "features where the rebuilt keys had d_nope"),
+        (layers * right, f"that is all {layers} layers; the question asks for one layer"),
+        (2 * right, "you counted a multiply and an add separately (FLOPs); count each multiply-add once"),
+    ])
+    return failed(
+        question,
+        mistake or "not a count we recognise: how many features does one absorbed score compare, "
+        "and how many scores does one query need in one layer?",
     )

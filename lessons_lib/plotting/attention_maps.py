@@ -1,4 +1,8 @@
-"""Lesson 04 pictures: per-head attention heatmaps, a grid of heads, the head average for contrast.
+"""Lesson 05 pictures: per-head attention heatmaps, a grid of heads, the head average for contrast,
+and the measured accuracies of one wide head against several narrow ones.
+
+Every heatmap has a colour bar: `add_colorbar` puts one beside given axes (the widgets call it once,
+when they lay out their figure, so it costs nothing per update).
 
 ``draw_*`` functions draw onto given axes and return the artists (the widgets of
 `lessons_lib.widgets.head_widgets` draw once with them and then only update the artists' data);
@@ -8,23 +12,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
 __all__ = [
+    "add_colorbar",
     "draw_columns",
     "draw_cut_matrix",
     "draw_map",
     "draw_split_layout",
     "draw_tiled_maps",
+    "head_ticks",
     "label_tokens",
     "plot_average_contrast",
+    "plot_head_count_comparison",
     "plot_head_grid",
     "plot_head_map",
     "plot_split_layouts",
@@ -34,6 +43,7 @@ __all__ = [
 MAP_CMAP = "viridis"
 COLUMN_CMAP = "RdBu_r"
 HEAD_CMAP = "tab10"
+WEIGHT_LABEL = "attention weight"
 
 
 def _check_axes(name: str, array: NDArray[np.generic], layout: str) -> None:
@@ -46,6 +56,25 @@ def _check_axes(name: str, array: NDArray[np.generic], layout: str) -> None:
 def _check_labels(name: str, labels: Sequence[str], size: int) -> None:
     if len(labels) != size:
         raise ValueError(f"{name} must have one label per position ({size}), got {len(labels)}")
+
+
+def add_colorbar(
+    image: AxesImage, ax: Axes, label: str, gap: float = 0.01, width: float = 0.012, **kwargs: Any
+) -> Colorbar:
+    """A colour bar for ``image`` in a thin new axes just right of ``ax`` (figure fractions).
+
+    Placed by hand rather than by stealing space from ``ax``, so the figure's fixed layout stays
+    as it was; ``kwargs`` go to ``Figure.colorbar`` (e.g. ``ticks``).
+    """
+    fig = ax.get_figure()
+    assert isinstance(fig, Figure)
+    ax.apply_aspect()  # an equal-aspect image may fill less than its axes' slot: follow the image
+    box = ax.get_position()
+    cax = fig.add_axes((box.x1 + gap, box.y0, width, box.height))
+    bar = fig.colorbar(image, cax=cax, **kwargs)
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    return bar
 
 
 def draw_map(
@@ -173,22 +202,28 @@ def plot_head_map(
     fig, ax = plt.subplots(figsize=(3.2, 3.0))
     fig.subplots_adjust(left=0.15, right=0.95, bottom=0.15, top=0.9)
     image = draw_map(ax, weights, query_labels, key_labels, title)
-    fig.colorbar(image, ax=ax, shrink=0.8)
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label(WEIGHT_LABEL, fontsize=8)
     return fig
 
 
 def _row_of_maps(
     weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None, panels: int, panel_width: float
 ) -> tuple[Figure, list[Axes]]:
-    """A figure of ``panels`` map panels in a row, the first ``h`` showing ``weights (h, T, T)``."""
+    """A figure of ``panels`` map panels in a row, the first ``h`` showing ``weights (h, T, T)``, and
+    one colour bar for them all (every map uses the same scale, 0 to 1)."""
     _check_axes("weights", weights, "(h, T, S)")
     h = weights.shape[0]
     titles = _head_titles(titles, h)
+    inches = panel_width * panels + 0.8  # the panels, then room for the colour bar and its label
     # A fixed layout: constrained layout would cost more time than drawing the maps themselves.
-    fig, axes = plt.subplots(1, panels, figsize=(panel_width * panels, 2.6), squeeze=False)
-    fig.subplots_adjust(left=0.6 / (panel_width * panels), right=0.99, bottom=0.18, top=0.9, wspace=0.08)
-    for ax, head_weights, title in zip(axes[0, :h], weights, titles, strict=True):
+    fig, axes = plt.subplots(1, panels, figsize=(inches, 2.6), squeeze=False)
+    fig.subplots_adjust(left=0.6 / inches, right=1 - 0.8 / inches, bottom=0.18, top=0.9, wspace=0.08)
+    images = [
         draw_map(ax, head_weights, labels, labels, title)
+        for ax, head_weights, title in zip(axes[0, :h], weights, titles, strict=True)
+    ]
+    add_colorbar(images[0], axes[0, -1], WEIGHT_LABEL, gap=0.12 / inches, width=0.12 / inches)
     return fig, list(axes[0])
 
 
@@ -214,7 +249,60 @@ def plot_average_contrast(
 
 def plot_split_layouts(correct: NDArray[np.integer], wrong: NDArray[np.integer], heads: int) -> Figure:
     """Which head each ``(t, feature)`` entry lands in, correct split vs the wrong direct reshape."""
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.6), layout="constrained")
-    draw_split_layout(axes[0], correct, heads, "reshape then transpose (correct)")
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 2.6), layout="constrained")
+    image = draw_split_layout(axes[0], correct, heads, "reshape then transpose (correct)")
     draw_split_layout(axes[1], wrong, heads, "direct reshape (wrong)")
+    bar = fig.colorbar(image, ax=list(axes), **head_ticks(heads))
+    bar.set_label("head", fontsize=8)
+    return fig
+
+
+def head_ticks(heads: int) -> dict[str, Any]:
+    """Colour-bar arguments for a `draw_split_layout` image: only the colours of heads ``0 .. h-1``."""
+    return {"boundaries": np.arange(heads + 1) - 0.5, "ticks": range(heads)}
+
+
+def plot_head_count_comparison(
+    accuracy: NDArray[np.floating],
+    head_counts: Sequence[int],
+    width: int,
+    targets: Sequence[str],
+    chance: float | None = None,
+) -> Figure:
+    """Held-out accuracy per target for each head count: bars = mean over seeds, dots = each seed.
+
+    ``accuracy (len(head_counts), seeds, len(targets))``, as in `inspect_heads.HeadCountComparison`;
+    ``width`` is ``D`` (each model's heads have width ``D / h``); ``chance`` draws a dashed line.
+    """
+    _check_axes("accuracy", accuracy, "(head counts, seeds, targets)")
+    if accuracy.shape[0] != len(head_counts) or accuracy.shape[2] != len(targets):
+        raise ValueError(
+            f"accuracy must have shape (len(head_counts), seeds, len(targets)) = "
+            f"({len(head_counts)}, seeds, {len(targets)}), got {accuracy.shape}"
+        )
+    configs, seeds, _ = accuracy.shape
+    fig, ax = plt.subplots(figsize=(7.5, 3.0), layout="constrained")
+    bar_width = 0.8 / configs
+    spots = np.arange(len(targets))
+    for i, heads in enumerate(head_counts):
+        x = spots + (i - (configs - 1) / 2) * bar_width
+        name = f"{heads} head{'s' if heads > 1 else ''} of width {width // heads}"
+        ax.bar(x, accuracy[i].mean(axis=0), bar_width * 0.9, color=f"C{i}", label=f"{name} (mean)")
+        ax.plot(
+            np.repeat(x, seeds),
+            accuracy[i].T.ravel(),
+            "o",
+            color="black",
+            markersize=3,
+            linestyle="none",
+            label="one seed" if i == 0 else None,
+        )
+    if chance is not None:
+        ax.axhline(chance, color="grey", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.set_xticks(spots, [f"{name} token" for name in targets])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("symbol the model must name at each position", fontsize=9)
+    ax.set_ylabel("held-out accuracy", fontsize=9)
+    ax.set_title(f"Same total width D = {width}, same data and steps: {seeds} seeds", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

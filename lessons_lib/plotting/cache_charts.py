@@ -1,4 +1,4 @@
-"""Drawings for lesson 05: KV-cache sizes, which query heads share which K/V head, conversion error.
+"""Drawings for lesson 06: KV-cache sizes and growth, which query heads share which K/V head, conversion error.
 
 Each function draws data it is given (computed by `lessons_lib.kv_cache` or `lessons_lib.gqa_numpy`)
 onto ``ax`` (a new pyplot figure when ``ax`` is ``None``) and returns the figure.
@@ -6,16 +6,24 @@ onto ``ax`` (a new pyplot figure when ``ax`` is ``None``) and returns the figure
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
 from lessons_lib.kv_cache import format_bytes
 
-__all__ = ["clear_drawing", "plot_cache_ladder", "plot_conversion_error", "plot_head_sharing", "plot_models_cache"]
+__all__ = [
+    "clear_drawing",
+    "plot_cache_growth",
+    "plot_cache_ladder",
+    "plot_conversion_error",
+    "plot_head_sharing",
+    "plot_models_cache",
+]
 
 GIB = 1024**3
 
@@ -115,3 +123,55 @@ def plot_conversion_error(
     ax.set_ylabel("relative error of outputs")
     ax.legend(fontsize=8)
     return fig
+
+
+def plot_cache_growth(
+    steps: Sequence[int],
+    curves: Mapping[str, Sequence[int]],
+    title: str,
+    dashed: Collection[str] = (),
+    ax: Axes | None = None,
+) -> Figure | SubFigure:
+    """One line per variant: cache bytes (drawn in GiB) after each decoding step.
+
+    ``steps[i]`` is the number of tokens decoded so far and ``curves[label][i]`` the cache in bytes
+    at that step (e.g. from `kv_cache.cache_bytes`). Labels in ``dashed`` are drawn dashed (a
+    sliding-window variant, say); legends list the labels in the order of ``curves``. Without
+    ``ax`` the figure has two panels with the same lines: a linear scale (how the cache grows) and
+    a logarithmic one (so that the small caches stay visible next to the large ones).
+    """
+    unknown = set(dashed) - set(curves)
+    if unknown:
+        raise ValueError(f"dashed names curves that are not drawn: {sorted(unknown)}; curves: {list(curves)}")
+    for label, sizes in curves.items():
+        if len(sizes) != len(steps):
+            raise ValueError(f"curve {label!r} has {len(sizes)} values for {len(steps)} steps")
+    if ax is not None:
+        _draw_growth(ax, steps, curves, dashed, log=False)
+        ax.set_title(title, fontsize=10)
+        return ax.figure
+    fig, (linear, logarithmic) = plt.subplots(1, 2, figsize=(11.0, 3.8), layout="constrained")
+    _draw_growth(linear, steps, curves, dashed, log=False)
+    _draw_growth(logarithmic, steps, curves, dashed, log=True)
+    linear.set_title("linear scale", fontsize=10)
+    logarithmic.set_title("logarithmic scale", fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _draw_growth(
+    ax: Axes, steps: Sequence[int], curves: Mapping[str, Sequence[int]], dashed: Collection[str], log: bool
+) -> None:
+    for label, sizes in curves.items():
+        ax.plot(steps, [n / GIB for n in sizes], label=label, lw=2, ls="--" if label in dashed else "-")
+    ax.set_xlim(0, max(steps))
+    if log:
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: format_bytes(round(y * GIB))))
+        ax.set_ylabel("KV cache, all layers")
+    else:
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("KV cache, all layers (GiB)")
+    ax.set_xlabel("decoding step (tokens in the sequence so far)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right" if log else "upper left")

@@ -1,4 +1,4 @@
-"""Lesson 05 widgets: a KV-cache calculator and a picture of which query heads share a K/V head.
+"""Lesson 06 widgets: a KV-cache calculator and a picture of which query heads share a K/V head.
 
 Thin `LessonWidget` subclasses (see `lessons_lib.widgets.base` for the shared interface:
 ``.controls``, ``.data``, ``.ui``): the numbers come from `lessons_lib.kv_cache` and
@@ -14,7 +14,7 @@ import ipywidgets as widgets
 from matplotlib.artist import Artist
 
 from lessons_lib.gqa_numpy import kv_head_of_query
-from lessons_lib.kv_cache import MODELS, format_bytes, kv_head_options, ladder
+from lessons_lib.kv_cache import MODELS, cached_tokens, format_bytes, kv_head_options, ladder
 from lessons_lib.plotting.cache_charts import clear_drawing, plot_cache_ladder, plot_head_sharing
 from lessons_lib.widgets.base import LessonWidget
 
@@ -31,7 +31,10 @@ class KVCacheCalculator(LessonWidget):
     Controls: ``model`` (a name in `kv_cache.MODELS`; choosing one resets ``kv_heads`` to the
     model's own), ``kv_heads``, ``tokens``, ``batch``, ``bytes_per_element``. ``.data`` holds those
     values and ``rows`` (``(label, h_kv, bytes)`` per bar, from `kv_cache.ladder`), ``per_token``
-    and ``total`` (bytes for the chosen ``h_kv``), the chart's ``title`` and the ``readout`` text.
+    and ``total`` (bytes for the chosen ``h_kv``), ``window`` (the model's sliding window or
+    ``None``), ``cached`` (tokens kept per sequence: ``min(tokens, window)``), the chart's ``title``
+    and the ``readout`` text. A model with a sliding window keeps only the last ``window`` tokens,
+    so every bar counts ``cached`` tokens and the readout says so.
     """
 
     def __init__(self, model: str = "Llama 3 8B", tokens: int = 4096, batch: int = 1) -> None:
@@ -63,14 +66,23 @@ class KVCacheCalculator(LessonWidget):
         rows = ladder(preset, kv_heads, values["tokens"], values["batch"], values["bytes_per_element"])
         per_token = ladder(preset, kv_heads, 1, 1, values["bytes_per_element"])[1][2]
         total = rows[1][2]
+        window, cached = preset.sliding_window, cached_tokens(values["tokens"], preset.sliding_window)
+        kept = "" if window is None else (
+            f" Sliding window of {window} tokens: each sequence keeps its last {cached} of {values['tokens']} tokens."
+        )
         readout = (
             f"{preset.name}: {preset.layers} layers, h={preset.heads}, h_kv={kv_heads} "
             f"(g={preset.heads // kv_heads}), d_h={preset.head_dim}. "
-            f"Cache: {format_bytes(per_token)} per token, {format_bytes(total)} in total. "
+            f"Cache: {format_bytes(per_token)} per token, {format_bytes(total)} in total.{kept} "
             f"The released model uses h_kv={preset.kv_heads}."
         )
         title = f"{preset.name}: {values['batch']} x {values['tokens']} tokens"
-        return {**values, "rows": rows, "per_token": per_token, "total": total, "title": title, "readout": readout}
+        if window is not None:
+            title += f" (window {window}: {cached} kept)"
+        return {
+            **values, "rows": rows, "per_token": per_token, "total": total, "window": window, "cached": cached,
+            "title": title, "readout": readout,
+        }
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.subplots()

@@ -1,4 +1,4 @@
-"""Lesson 04 widgets: explore the heads of the trained toy layer, re-slice its weights, split an input.
+"""Lesson 05 widgets: explore the heads of the trained toy layer, re-slice its weights, split an input.
 
 Thin `LessonWidget` subclasses (see `lessons_lib.widgets.base` for the shared interface:
 ``.controls``, ``.data``, ``.ui``): the numbers come from `lessons_lib.inspect_heads`, the drawing
@@ -30,11 +30,14 @@ from lessons_lib.inspect_heads import (
     tokens_per_head,
 )
 from lessons_lib.plotting.attention_maps import (
+    WEIGHT_LABEL,
+    add_colorbar,
     draw_columns,
     draw_cut_matrix,
     draw_map,
     draw_split_layout,
     draw_tiled_maps,
+    head_ticks,
     label_tokens,
     tile_maps,
 )
@@ -85,18 +88,25 @@ class HeadExplorer(LessonWidget):
         }
 
     def _build(self) -> list[Artist]:
-        self._axes = self.figure.subplots(1, 4, gridspec_kw={"width_ratios": [2.0, 1, 1, 1]})
-        self.figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.87, wspace=0.35)
+        # An empty slot after the map leaves room for its colour bar and the bar's label.
+        axes = self.figure.subplots(1, 5, gridspec_kw={"width_ratios": [2.0, 0.4, 1, 1, 1]})
+        axes[1].remove()
+        self._axes = [axes[0], *axes[2:]]
+        self.figure.subplots_adjust(left=0.07, right=0.92, bottom=0.17, top=0.87, wspace=0.3)
         labels = self.data["labels"]
         self._map = draw_map(self._axes[0], self.data["map"], labels, labels)
         self._labelled = self.data["sequence"]  # the sequence whose tokens label the map's axes
         layer = self.model.layer
+        # One colour scale for all three matrices and every head, so heads and matrices compare.
+        limit = max(float(np.abs(getattr(layer, name)).max()) for name in PROJECTIONS)
         self._columns = []
         for ax, name in zip(self._axes[1:], PROJECTIONS, strict=True):
-            limit = float(np.abs(getattr(layer, name)).max())  # one colour scale per matrix, so heads compare
             self._columns.append(draw_columns(ax, self.data[name], name, 0, limit))
             ax.set_xlabel(f"its d_h={layer.head_width} columns", fontsize=8)
             ax.set_xticks([])
+        # Colour bars are drawn once, into the cached background: they cost nothing per update.
+        add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)
+        add_colorbar(self._columns[-1], self._axes[-1], "weight entry")
         return [self._map, *self._columns, *(ax.title for ax in self._axes)]
 
     def _background_key(self) -> Hashable:
@@ -155,9 +165,11 @@ class HeadReslicer(LessonWidget):
 
     def _build(self) -> list[Artist]:
         self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.6]})
-        self.figure.subplots_adjust(left=0.05, right=0.99, bottom=0.14, top=0.86, wspace=0.12)
+        self.figure.subplots_adjust(left=0.05, right=0.92, bottom=0.14, top=0.86, wspace=0.3)
         self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
         self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.model.layer.width)
+        add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
+        add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
         return [self._tiles, *self._edges, self._wq_ax.title, self._maps_ax.title]
 
     def _draw(self) -> None:
@@ -224,7 +236,9 @@ class SplitExplorer(LessonWidget):
     def _build(self) -> list[Artist]:
         self._ax = self.figure.add_axes((0.08, 0.18, 0.5, 0.7))
         self._image = draw_split_layout(self._ax, self.data["layout"], self.data["heads"], "")
-        self._legend = self.figure.text(0.62, 0.85, "", va="top", fontsize=8, family="monospace")
+        most = max(self.controls["heads"].options)  # one static bar for every h offered: head ids 0 .. most-1
+        add_colorbar(self._image, self._ax, "head", **head_ticks(most))
+        self._legend = self.figure.text(0.68, 0.85, "", va="top", fontsize=8, family="monospace")
         return [self._image, self._legend, self._ax.title]
 
     def _draw(self) -> None:

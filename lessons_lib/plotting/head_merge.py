@@ -1,0 +1,97 @@
+"""Lesson 03 picture: concatenating the heads, and which rows of ``W_o`` read which head.
+
+`merge_blocks` computes what the picture shows (plain NumPy); `plot_head_merge` draws it and
+returns the figure. Colour carries a category here (the head an entry belongs to), so the figure
+has a legend instead of a colour bar; the numbers themselves are written in the cells.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from numpy.typing import NDArray
+
+__all__ = ["HEAD_COLOURS", "merge_blocks", "plot_head_merge", "wo_row_heads"]
+
+# One pale colour per head (pale, so that the numbers written on top stay legible).
+HEAD_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#d9d9d9")
+
+
+def _check_heads_out(heads_out: NDArray[np.generic]) -> tuple[int, int, int]:
+    if not isinstance(heads_out, np.ndarray) or heads_out.ndim != 3:
+        shape = getattr(heads_out, "shape", type(heads_out).__name__)
+        raise ValueError(f"heads_out must be a NumPy array laid out as (h, T, d_h), got {shape}")
+    h, T, d_h = heads_out.shape
+    if not 1 <= h <= len(HEAD_COLOURS):
+        raise ValueError(f"can draw 1 to {len(HEAD_COLOURS)} heads, got h={h}")
+    return h, T, d_h
+
+
+def merge_blocks(heads_out: NDArray[np.generic]) -> tuple[NDArray[np.generic], NDArray[np.int64]]:
+    """One sequence's ``heads_out (h, T, d_h)`` -> ``merged (T, D)`` and ``head_ids (T, D)``.
+
+    ``merged[t]`` is ``[head 0's d_h features | head 1's | ...]`` of token ``t``; ``head_ids[t, j]``
+    is the head that feature ``j`` came from.
+    """
+    h, T, d_h = _check_heads_out(heads_out)
+    merged = heads_out.transpose(1, 0, 2).reshape(T, h * d_h)  # (h, T, d_h) -> (T, h, d_h) -> (T, D)
+    head_ids = np.broadcast_to(wo_row_heads(h, d_h), (T, h * d_h)).copy()  # (T, D)
+    return merged, head_ids
+
+
+def wo_row_heads(h: int, d_h: int) -> NDArray[np.int64]:
+    """``(D,)``: the head whose features row ``i`` of ``W_o`` (``(in, out)`` layout) multiplies."""
+    if h < 1 or d_h < 1:
+        raise ValueError(f"h and d_h must be positive, got h={h}, d_h={d_h}")
+    return np.repeat(np.arange(h), d_h)  # rows 0..d_h-1 read head 0, the next d_h rows head 1, ...
+
+
+def _draw_grid(ax: Axes, head_ids: NDArray[np.int64], values: NDArray[np.generic], fmt: str, h: int) -> None:
+    """``head_ids`` as colours, ``values`` written in the cells, a dark line between head blocks."""
+    cmap = ListedColormap(HEAD_COLOURS[:h])
+    ax.imshow(head_ids, cmap=cmap, vmin=-0.5, vmax=h - 0.5, aspect="auto", interpolation="nearest")
+    rows, cols = values.shape
+    size = 8 if cols <= 8 else 6
+    for r in range(rows):
+        for c in range(cols):
+            ax.text(c, r, format(values[r, c], fmt), ha="center", va="center", fontsize=size)
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(rows))
+    ax.tick_params(length=0, labelsize=8)
+
+
+def plot_head_merge(heads_out: NDArray[np.generic], wo: NDArray[np.floating]) -> Figure:
+    """Left: ``heads_out (h, T, d_h)`` merged into ``(T, D)``, each head's block in its colour.
+    Right: ``wo (D, D)`` in ``(in, out)`` layout, each block of ``d_h`` rows in the colour of the
+    head it reads. Returns the figure."""
+    h, T, d_h = _check_heads_out(heads_out)
+    D = h * d_h
+    if not isinstance(wo, np.ndarray) or wo.shape != (D, D):
+        raise ValueError(f"wo must be a NumPy array of shape (D, D) = {(D, D)}, got {getattr(wo, 'shape', wo)}")
+    merged, head_ids = merge_blocks(heads_out)
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(11.0, 4.2), gridspec_kw={"width_ratios": [D, D * 0.9]}, layout="constrained"
+    )
+    _draw_grid(left, head_ids, merged, "g", h)
+    for j in range(1, h):
+        left.axvline(j * d_h - 0.5, color="black", linewidth=2)
+    left.set_title(f"merged heads (T, D) = ({T}, {D}): [head 0 | head 1{' | ...' if h > 2 else ''}]", fontsize=10)
+    left.set_xlabel("feature of the merged row (0 .. D-1)", fontsize=9)
+    left.set_ylabel("token t", fontsize=9)
+
+    rows = np.broadcast_to(wo_row_heads(h, d_h)[:, None], (D, D))  # (D, D): row i coloured by its head
+    _draw_grid(right, rows, np.round(wo, 2), ".2f", h)
+    for j in range(1, h):
+        right.axhline(j * d_h - 0.5, color="black", linewidth=2)
+    right.set_title(f"W_o (D, D), (in, out): rows in blocks of d_h = {d_h}", fontsize=10)
+    right.set_xlabel("output feature", fontsize=9)
+    right.set_ylabel("input feature (row of W_o)", fontsize=9)
+
+    handles = [Patch(facecolor=HEAD_COLOURS[i], edgecolor="black", label=f"head {i}") for i in range(h)]
+    fig.legend(handles=handles, loc="outside lower center", ncols=h, fontsize=9)
+    fig.suptitle("Concatenate, then project: the features of head i meet row block i of W_o", fontsize=11)
+    return fig

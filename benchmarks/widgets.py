@@ -2,15 +2,17 @@
 
     python benchmarks/widgets.py [--updates 20]
 
-The five widgets of lessons 05 and 06 (`lessons_lib.widgets`) share one interface, so one loop
+The six widgets of lessons 05, 06 and 09 (`lessons_lib.widgets`) share one interface, so one loop
 covers every control of each: a fresh widget per control, then ``--updates`` changes of that
 control's value, cycling through its options (a slider: its range; a checkbox: on and off; a number
-box: a few values). Each change runs the widget's callback: new ``.data`` from plain functions, the
-picture drawn with Matplotlib's Agg backend at twice the displayed pixel density, the PNG encoded
-and handed to the ``ipywidgets.Image``. Target: a median of at most 50 ms per change.
+box: a few values; the box of token ids: reversed, then as they were). Each change runs the
+widget's callback: new ``.data`` from plain functions, the picture drawn with Matplotlib's Agg
+backend at twice the displayed pixel density, the PNG encoded and handed to the
+``ipywidgets.Image``. Target: a median of at most 50 ms per change.
 
-HeadExplorer keeps the part of its picture that does not change (axes, the sequence's token labels)
-per sequence; the first visit of a sequence draws it all and is timed separately, for information.
+HeadExplorer and InductionExplorer keep the part of their picture that does not change (axes, the
+sequence's token labels) per sequence; the first visit of a sequence draws it all and is timed
+separately, for information.
 Timings depend on the machine and on its load, which is printed alongside.
 """
 
@@ -30,10 +32,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from lessons_lib.induction import load_induction_model
 from lessons_lib.inspect_heads import load_toy_heads
 from lessons_lib.widgets.base import LessonWidget
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer
+from lessons_lib.widgets.induction_widgets import InductionExplorer
 
 TARGET_MS = 50.0
 
@@ -42,6 +46,8 @@ def values_to_cycle(control: Any) -> list[Any]:
     """Distinct values for ``control``, starting with the next one after its current value."""
     if isinstance(control, widgets.Checkbox):
         return [not control.value, control.value]
+    if isinstance(control, widgets.Text):  # token ids: reversed, then as they were
+        return [" ".join(reversed(control.value.split())), control.value]
     if isinstance(control, widgets.IntSlider):
         values = list(range(control.min, control.max + 1))
     elif hasattr(control, "options"):
@@ -65,12 +71,14 @@ def time_changes(widget: LessonWidget, name: str, count: int) -> list[float]:
 
 def makers() -> dict[str, Callable[[], LessonWidget]]:
     model = load_toy_heads()
+    induction_model = load_induction_model()
     return {
         "HeadExplorer": lambda: HeadExplorer(model),
         "HeadReslicer": lambda: HeadReslicer(model),
         "SplitExplorer": SplitExplorer,
         "KVCacheCalculator": KVCacheCalculator,
         "HeadSharing": HeadSharing,
+        "InductionExplorer": lambda: InductionExplorer(induction_model, layer=1, head=2),
     }
 
 
@@ -96,8 +104,9 @@ def main(argv: list[str]) -> int:
             verdict = "PASS" if statistics.median(times) <= TARGET_MS else "MISS"
             missed += verdict == "MISS"
             report(f"{widget_name} .controls[{name!r}]", times, verdict)
-    cold = first_visit_times(makers()["HeadExplorer"], min(args.updates, 8))
-    report("HeadExplorer 'sequence', first visit", cold, "(information: once per sequence)")
+    for widget_name in ("HeadExplorer", "InductionExplorer"):
+        cold = first_visit_times(makers()[widget_name], min(args.updates, 8))
+        report(f"{widget_name} 'sequence', first visit", cold, "(information: once per sequence)")
     return 1 if missed else 0
 
 

@@ -16,6 +16,9 @@ The map, lesson by lesson (``*_numpy`` and ``*_torch`` twins mirror each other l
   `plotting.latent_flow`.
 - 08 efficient attention: `efficient` (online softmax, tiled attention; NumPy only),
   `plotting.tiling`.
+- 09 heads at work: `block_numpy` / `block_torch` (the pre-norm transformer ``Block``),
+  `induction` (the two-layer model of repeated tokens, its head scores, ablation and composition),
+  `plotting.residual_stream`, `plotting.induction_maps`, `widgets.induction_widgets`.
 - Every lesson: `checks.<lesson topic>` holds its Quick-check functions (``checks.one_head`` for
   ``01_one_head.ipynb``, ...); the `checks` package itself holds what they share: answer parsing,
   one tolerance and the ``Verdict``.

@@ -18,12 +18,13 @@ from numpy.typing import NDArray
 import lessons_lib.checks.concatenate_and_project as cp
 import lessons_lib.checks.efficient_attention as ea
 import lessons_lib.checks.grouped_query_attention as gqa
+import lessons_lib.checks.heads_at_work as hw
 import lessons_lib.checks.inspecting_heads as ih
 import lessons_lib.checks.latent_attention as la
 import lessons_lib.checks.matching_pytorch as mp
 import lessons_lib.checks.one_head as oh
 import lessons_lib.checks.splitting_into_heads as sih
-from lessons_lib import mha_numpy
+from lessons_lib import induction, mha_numpy
 from lessons_lib.checks import (
     ATOL,
     RTOL,
@@ -257,6 +258,14 @@ _heads = _rng.normal(size=(2, 2, 3, 2))
 _kv = _rng.normal(size=(1, 2, 3, 4))
 _w_q, _w_uk = _rng.normal(size=(2, 4, 3)), _rng.normal(size=(2, 5, 3))
 _mla = dict(layers=2, latent_width=8, rope_width=4, kv_heads=2, head_dim=4)
+_induction_model = induction.InductionModel(
+    induction.InductionConfig(vocab=5, half=2, width=4, heads=2, shortest=2),
+    _rng.normal(size=(5, 4)),
+    _rng.normal(size=(3, 4)),
+    tuple(mha_numpy.MultiHead(4, 2, seed=i) for i in range(2)),
+    _rng.normal(size=(4, 5)),
+)
+_repeats = induction.repeated_tokens(3, 5, 2, seed=0)
 
 CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "scores": lambda a: oh.check_scores(a, _q, _k),
@@ -283,7 +292,12 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "GQA equivalent": lambda a: la.check_equivalent_kv_heads(a, latent_width=8, rope_width=4, head_dim=4),
     "online sum": lambda a: ea.check_online_sum(a, np.array([1.0, 3.0, 0.0]), 2),
     "tiled output": lambda a: ea.check_tiled_output(a, _q, _k, _v, 2),
+    "block": lambda a: hw.check_block_function(lambda x, block: a),
+    "RMSNorm": lambda a: hw.check_rms_norm_function(lambda z, gain: a),
+    "induction score": lambda a: hw.check_induction_function(lambda weights, L: a),
+    "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
 }
+FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score")  # None from a function: "returned None"
 
 
 @pytest.mark.parametrize("label", sorted(CHECKERS))
@@ -292,7 +306,7 @@ def test_every_checker_survives_odd_answers(label: str) -> None:
         verdict = CHECKERS[label](answer)
         assert isinstance(verdict, Verdict) and verdict.question == label, (answer, verdict)
         if answer is None:
-            missing = "returned None" if label == "split" else "replace None with"
+            missing = "returned None" if label in FUNCTION_CHECKS else "replace None with"
             assert not verdict.ok and missing in verdict.message, verdict
 
 

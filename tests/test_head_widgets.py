@@ -1,5 +1,5 @@
 """Lesson 05 widgets, driven without a browser (set a control's value, check ``.data``), and the one
-interface every lesson widget shares (`lessons_lib.widgets.base.LessonWidget`), checked on all five."""
+interface every lesson widget shares (`lessons_lib.widgets.base.LessonWidget`), checked on all six."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from lessons_lib.plotting.attention_maps import tile_maps
 from lessons_lib.widgets.base import PIXEL_DENSITY, LessonWidget
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer, _runs
+from lessons_lib.widgets.induction_widgets import InductionExplorer
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +29,14 @@ def model() -> ToyHeads:
     return load_toy_heads()
 
 
-# ----- the shared interface, on every widget of lessons 05 and 06 -----------------------------
+# ----- the shared interface, on every widget of lessons 05, 06 and 09 -------------------------
 MAKERS: dict[str, Callable[[ToyHeads], LessonWidget]] = {
     "HeadExplorer": HeadExplorer,
     "HeadReslicer": HeadReslicer,
     "SplitExplorer": lambda _model: SplitExplorer(),
     "KVCacheCalculator": lambda _model: KVCacheCalculator(),
     "HeadSharing": lambda _model: HeadSharing(),
+    "InductionExplorer": lambda _model: InductionExplorer(),
 }
 
 
@@ -80,6 +82,8 @@ def test_every_control_changes_data_and_picture_without_printing(
             new = options[(options.index(control.value) + 1) % len(options)]  # the next option
         elif isinstance(control, widgets.Checkbox):
             new = not control.value
+        elif isinstance(control, widgets.Text):  # a list of token ids: the same ids, reversed
+            new = " ".join(reversed(control.value.split()))
         else:
             new = control.value + 1
         picture = bytes(widget.image.value)

@@ -1,4 +1,4 @@
-"""The one interface every lesson widget shares, and the one way they all draw (lessons 05 and 06).
+"""The one interface every lesson widget shares, and the one way they all draw (lessons 05, 06 and 09).
 
 A widget is one or two rows of ipywidgets controls above a picture (and, for some, a line of text).
 Every widget exposes the same three things:

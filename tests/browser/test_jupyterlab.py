@@ -5,8 +5,9 @@ from the menu bar, waits until every code cell has an execution count, and then 
 
 * no cell shows output on stderr (tracebacks and warnings render there in JupyterLab),
 * no widget failed to render ("Error displaying widget"),
-* in the widget lessons (the source mentions ipywidgets), every slider moved with the keyboard and
-  every dropdown changed with the mouse makes the displayed figure or text change.
+* in the widget lessons (the source mentions ipywidgets), every slider moved with the keyboard,
+  every dropdown changed with the mouse and every text box retyped (then Enter) makes the displayed
+  figure or text change.
 
 nbval (the strict notebook check) already proves the Python side; this proves the page side:
 the widget manager, the front-end packages and the renderers that only a browser exercises.
@@ -166,21 +167,33 @@ def change_dropdown(dropdown: Any) -> None:
     select.select_option(index=(current + 1) % options)
 
 
+def retype_text(box: Any) -> None:
+    """Type the box's words in reverse order and press Enter, as a learner editing token ids would."""
+    field = box.locator('input[type="text"]').first
+    words = field.input_value().split()
+    field.fill(" ".join(reversed(words)) if len(words) > 1 else "1 2 3")
+    field.press("Enter")
+
+
 def exercise_widgets(page: Any, name: str, shots: Path) -> int:
-    """Drive every enabled slider and dropdown once; assert each changes what is displayed."""
+    """Drive every enabled slider, dropdown and text box once; assert each changes what is displayed."""
     page.wait_for_selector(".jp-Notebook .jupyter-widgets", timeout=30_000)
     sliders = page.locator(".jp-Notebook .widget-slider:not(.mod-disabled)")
     dropdowns = page.locator(".jp-Notebook .widget-dropdown:not(.mod-disabled)")
+    texts = page.locator('.jp-Notebook .widget-text:not(.mod-disabled):has(input[type="text"])')
     controls = [("slider", sliders.nth(i)) for i in range(sliders.count())]
     controls += [("dropdown", dropdowns.nth(i)) for i in range(dropdowns.count())]
-    assert controls, f"{name}: the notebook uses widgets but no slider or dropdown rendered"
+    controls += [("text", texts.nth(i)) for i in range(texts.count())]
+    assert controls, f"{name}: the notebook uses widgets but no slider, dropdown or text box rendered"
     for index, (kind, control) in enumerate(controls):
         control.scroll_into_view_if_needed()
         before = snapshot(page)
         if kind == "slider":
             move_slider(page, control)
-        else:
+        elif kind == "dropdown":
             change_dropdown(control)
+        else:
+            retype_text(control)
         changed = wait_for_change(page, before)
         page.screenshot(path=str(shots / f"{index:02d}_{kind}.png"))
         assert changed, (

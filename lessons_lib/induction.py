@@ -1,0 +1,382 @@
+"""Induction heads in a two-layer attention-only model (lesson 09), read in NumPy from shipped weights.
+
+The task: a sequence of ``L`` distinct random tokens followed by the same ``L`` tokens again
+(`repeated_tokens`); the model predicts each next token. The model (trained by
+``scripts/train_induction_heads.py``): token embedding + position embedding form the residual
+stream ``x``; each of two causal `mha_numpy.MultiHead` layers adds its output, ``x = x + MHA(x)``;
+the unembedding turns ``x`` into next-token logits. It reads at most ``2L - 1`` tokens (the input
+is a sequence without its last token; the targets are the sequence shifted by one).
+
+Layers and heads are numbered from 0 in code: "layer 0" is the first layer.
+
+Two scores per head, from its attention weights ``A (B, T, T)`` (query ``t``, key ``s``):
+
+- previous-token score  ``prev = mean over b and t = 1 .. P-1 of A[b, t, t - 1]``
+  (``P = T`` by default; ``P = L`` scores the first half only, the keys an induction head reads)
+- induction score       ``ind  = mean over b and t = L .. T-1 of A[b, t, t - L + 1]``
+
+Position ``t - L + 1`` holds the token that came *after* the earlier copy of token ``t`` (that copy
+sits at ``t - L``): an induction head attends there and copies it. Both scores lie in ``[0, 1]``.
+
+Training varies the repeat's length (see `repeated_tokens`), so the earlier copy cannot be found by
+position: the last layer's head must match tokens. It can if an earlier head has written "my
+previous token was ..." into each position of the stream (a previous-token head), so that the
+induction head's *keys* can look for "previous token = my current token": composition of two heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lessons_lib.mha_numpy import MultiHead, attention, causal_mask, softmax, split_heads
+from lessons_lib.validation import check_array, check_int, head_width
+
+__all__ = [
+    "DATA_PATH",
+    "EVAL_SEED",
+    "InductionConfig",
+    "InductionModel",
+    "ablation_losses",
+    "composition_scores",
+    "head_writes",
+    "induction_score",
+    "induction_targets",
+    "load_induction_model",
+    "loss_per_position",
+    "measure",
+    "previous_token_score",
+    "repeated_tokens",
+    "run",
+    "save_weights",
+]
+
+Array = NDArray[np.floating[Any]]
+Tokens = NDArray[np.int64]
+DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
+EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
+CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
+
+
+@dataclass(frozen=True)
+class InductionConfig:
+    """Sizes and training settings: ``vocab`` = V, ``half`` = L, ``width`` = D, ``heads`` = h.
+
+    Training batches repeat runs of ``shortest .. L`` tokens (see `repeated_tokens`).
+    """
+
+    vocab: int = 32
+    half: int = 12
+    width: int = 32
+    heads: int = 4
+    layers: int = 2
+    steps: int = 3000
+    batch: int = 64
+    shortest: int = 6
+    seed: int = 0
+    learning_rate: float = 6e-3
+
+    def __post_init__(self) -> None:
+        head_width(self.width, self.heads)
+        for name in CONFIG_FIELDS:
+            check_int(f"InductionConfig.{name}", getattr(self, name), low=0 if name == "seed" else 1)
+        if self.shortest > self.half:
+            raise ValueError(f"shortest={self.shortest} must be <= half L={self.half}")
+        if self.half > self.vocab:
+            raise ValueError(f"half L={self.half} must be <= vocab V={self.vocab}: the first half has distinct tokens")
+
+    @property
+    def context(self) -> int:
+        """``2L - 1``: the most tokens the model reads (rows of the position embedding)."""
+        return 2 * self.half - 1
+
+
+def repeated_tokens(batch: int, vocab: int, half: int, seed: int = 0, shortest: int | None = None) -> Tokens:
+    """``(B, 2L)`` int64: ``L`` distinct tokens drawn from ``0 .. V-1``, then the same ``L`` again.
+
+    With ``shortest`` (training batches), each sequence repeats a run of its own length ``L_b``,
+    drawn from ``shortest .. L``, and random tokens fill the rest: ``A_b A_b filler``. The repeat then
+    starts at a different position in each sequence, so no head can find the earlier copy by position
+    alone; only reading the tokens (an induction circuit) works.
+    """
+    batch, vocab, half = check_int("batch", batch, symbol="B"), check_int("vocab", vocab), check_int("half", half)
+    if half > vocab:
+        raise ValueError(f"half L={half} must be <= vocab V={vocab} (the first half has distinct tokens)")
+    rng = np.random.default_rng(seed)
+    first = rng.random((batch, vocab)).argsort(axis=1)[:, :half]  # a random permutation's first L
+    tokens = np.concatenate([first, first], axis=1)  # (B, 2L)
+    if shortest is not None:
+        shortest = check_int("shortest", shortest, high=half)
+        runs = rng.integers(shortest, half + 1, size=batch)  # (B,) each sequence's L_b
+        filler = rng.integers(0, vocab, size=(batch, 2 * half))
+        t = np.arange(2 * half)
+        source = np.where(t < runs[:, None], t, t - runs[:, None])  # A_b A_b: position t copies t mod L_b
+        tokens = np.where(t < 2 * runs[:, None], np.take_along_axis(first, source % half, axis=1), filler)
+    out: Tokens = tokens.astype(np.int64)
+    return out
+
+
+@dataclass(frozen=True)
+class InductionModel:
+    """The trained model in float64: embeddings ``(V, D)`` and ``(2L - 1, D)``, layers, ``unembedding (D, V)``."""
+
+    config: InductionConfig
+    token_embedding: Array
+    position_embedding: Array
+    layers: tuple[MultiHead, ...]
+    unembedding: Array
+
+
+def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {
+        "token_embedding": (c.vocab, c.width),
+        "position_embedding": (c.context, c.width),
+    }
+    shapes |= {f"layer{i}_{w}": (c.width, c.width) for i in range(c.layers) for w in ("wq", "wk", "wv", "wo")}
+    return shapes | {"unembedding": (c.width, c.vocab)}
+
+
+def save_weights(arrays: dict[str, NDArray[Any]], config: InductionConfig, path: Path = DATA_PATH) -> Path:
+    """Write the arrays and the config (``config`` ints, ``learning_rate``) to a compressed ``.npz``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ints = np.array([getattr(config, name) for name in CONFIG_FIELDS], dtype=np.int64)
+    contents: dict[str, Any] = {"config": ints, "learning_rate": np.array(config.learning_rate), **arrays}
+    np.savez_compressed(path, **contents)
+    return path
+
+
+def load_induction_model(path: Path | str = DATA_PATH) -> InductionModel:
+    """Load weights written by ``scripts/train_induction_heads.py``, checking every key and shape."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no induction-heads weights at {path}; run `python scripts/train_induction_heads.py` to create them"
+        )
+    with np.load(path) as data:
+        arrays = {name: data[name] for name in data.files}
+    missing = sorted({"config", "learning_rate"} - set(arrays))
+    if missing or np.shape(arrays["config"]) != (len(CONFIG_FIELDS),):
+        raise ValueError(f"{path} is not an induction-heads weights file: no valid 'config' and 'learning_rate'")
+    sizes = {name: int(n) for name, n in zip(CONFIG_FIELDS, arrays["config"], strict=True)}
+    config = InductionConfig(**sizes, learning_rate=float(arrays["learning_rate"]))
+    shapes = _expected_shapes(config)
+    missing = sorted(set(shapes) - set(arrays))
+    if missing:
+        raise ValueError(f"{path} lacks the arrays {missing}; rerun `python scripts/train_induction_heads.py`")
+    for name, shape in shapes.items():
+        if arrays[name].shape != shape:
+            raise ValueError(f"{name} in {path} has shape {arrays[name].shape}, expected {shape} for {config}")
+    w = {name: arrays[name].astype(np.float64) for name in shapes}
+    layers = tuple(
+        MultiHead.from_weights(w[f"layer{i}_wq"], w[f"layer{i}_wk"], w[f"layer{i}_wv"], w[f"layer{i}_wo"], config.heads)
+        for i in range(config.layers)
+    )
+    return InductionModel(config, w["token_embedding"], w["position_embedding"], layers, w["unembedding"])
+
+
+def _check_tokens(model: InductionModel, tokens: Any, most: int) -> None:
+    check_array("tokens", tokens, "numpy", "(B, T)", floating=False)
+    if tokens.dtype.kind not in "iu" or not 1 <= tokens.shape[1] <= most:
+        raise ValueError(f"tokens must be integer ids (B, T) with 1 <= T <= {most}, got {tokens.dtype} {tokens.shape}")
+    if tokens.size and not 0 <= tokens.min() <= tokens.max() < model.config.vocab:
+        raise ValueError(f"token ids must be in 0 .. {model.config.vocab - 1}, got {tokens.min()} .. {tokens.max()}")
+
+
+def head_writes(layer: MultiHead, x: Array, allowed: NDArray[np.bool_]) -> tuple[Array, Array]:
+    """What each head of ``layer`` adds to the stream ``x (B, T, D)``: ``(writes (B, h, T, D), weights)``.
+
+    Head ``i`` reads all of ``x`` (through its columns of ``wq``, ``wk``, ``wv``) and writes through
+    its ``d_h`` rows of ``wo``; the layer's output is the sum of the ``h`` writes.
+    """
+    q = split_heads(x @ layer.wq, layer.heads)  # (B, T, D) -> (B, h, T, d_h)
+    k = split_heads(x @ layer.wk, layer.heads)
+    v = split_heads(x @ layer.wv, layer.heads)
+    heads_out, weights = attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, T)
+    wo_rows = layer.wo.reshape(layer.heads, layer.head_width, layer.width)  # (h, d_h, D): head i's rows
+    writes: Array = np.einsum("bhtk,hkd->bhtd", heads_out, wo_rows)  # (B, h, T, D)
+    return writes, weights
+
+
+def _check_ablate(model: InductionModel, ablate: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+    off = set(ablate)
+    for at_layer, head in off:
+        check_int("ablated layer", at_layer, low=0, high=model.config.layers - 1)
+        check_int("ablated head", head, low=0, high=model.config.heads - 1)
+    return off
+
+
+def run(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]] = ()) -> tuple[Array, list[Array]]:
+    """Forward pass on ``tokens (B, T)``, ``T <= 2L - 1``, with the heads in ``ablate`` zeroed.
+
+    ``ablate`` lists ``(layer, head)`` pairs; an ablated head writes nothing into the residual
+    stream (its weights are still returned).
+
+    Returns ``(logits (B, T, V), weights)``: ``weights[i]`` is layer ``i``'s ``(B, h, T, T)``.
+    """
+    _check_tokens(model, tokens, model.config.context)
+    off = _check_ablate(model, ablate)
+    T = tokens.shape[1]
+    allowed = causal_mask(T)
+    x = model.token_embedding[tokens] + model.position_embedding[:T]  # (B, T, D): the residual stream
+    weights: list[Array] = []
+    for i, layer in enumerate(model.layers):
+        writes, w = head_writes(layer, x, allowed)
+        kept = [head for head in range(layer.heads) if (i, head) not in off]
+        x = x + writes[:, kept].sum(axis=1)  # each kept head adds what it writes
+        weights.append(w)
+    return x @ model.unembedding, weights  # (B, T, D) @ (D, V) -> (B, T, V)
+
+
+def composition_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
+    """The last layer's induction scores when one first-layer head's write is hidden from one side.
+
+    For each first-layer head ``j``, its write is removed from the stream that the last layer's
+    **keys** read (``"keys"``), or from the stream its **queries** read (``"queries"``); the other
+    side still sees the whole stream, and values always do. Each entry is ``(h, h)``: row ``j``
+    (the hidden head), column ``i`` (the last layer's head). ``tokens (B, 2L - 1)`` as in `run`
+    reads them, repeated sequences (`repeated_tokens` without its last token).
+
+    K-composition, measured: an induction head whose score collapses when the previous-token
+    head is hidden from its keys, and not from its queries, finds its target through the keys.
+    """
+    _check_tokens(model, tokens, model.config.context)
+    if model.config.layers != 2:
+        raise ValueError(f"composition_scores reads a two-layer model, this one has {model.config.layers} layers")
+    L, T = model.config.half, tokens.shape[1]
+    if T <= L:
+        raise ValueError(f"tokens must reach into the repeated half: T > L={L}, got T={T}")
+    allowed = causal_mask(T)
+    x0 = model.token_embedding[tokens] + model.position_embedding[:T]
+    first, last = model.layers
+    writes, _ = head_writes(first, x0, allowed)  # (B, h, T, D)
+    x1 = x0 + writes.sum(axis=1)  # what the last layer reads
+
+    def scores(x_query: Array, x_key: Array) -> Array:
+        q = split_heads(x_query @ last.wq, last.heads)
+        k, v = split_heads(x_key @ last.wk, last.heads), split_heads(x1 @ last.wv, last.heads)
+        return induction_score(attention(q, k, v, allowed)[1], L)
+
+    return {
+        "keys": np.stack([scores(x1, x1 - writes[:, j]) for j in range(first.heads)]),
+        "queries": np.stack([scores(x1 - writes[:, j], x1) for j in range(first.heads)]),
+    }
+
+
+def induction_targets(tokens: Any) -> NDArray[np.int64]:
+    """For each position ``t`` of ``tokens (T,)``: the position after the latest earlier copy of
+    token ``t``, or ``-1`` where token ``t`` has not occurred before.
+
+    That is where an induction head attends. For a repeated sequence ``A A`` it is ``t - L + 1``
+    in the second half, which is what `induction_score` averages.
+    """
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
+        raise ValueError(f"tokens must be a 1-D array of integer ids (T,), got {tokens.dtype} {tokens.shape}")
+    targets = np.full(tokens.shape, -1, dtype=np.int64)
+    last_seen: dict[int, int] = {}
+    for t, token in enumerate(tokens.tolist()):
+        if token in last_seen:
+            targets[t] = last_seen[token] + 1
+        last_seen[token] = t
+    return targets
+
+
+def loss_per_position(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]] = ()) -> Array:
+    """Mean cross-entropy at each position ``t``: ``-log p(token t+1 | tokens 0..t)``, shape ``(T - 1,)``.
+
+    ``tokens (B, T)`` are whole sequences (e.g. ``(B, 2L)`` from `repeated_tokens`); the model reads
+    ``tokens[:, :-1]``. For repeated sequences, positions ``0 .. L-1`` are the first half
+    (unpredictable, about ``ln V``) and ``L .. 2L-2`` the repeated half.
+    """
+    _check_tokens(model, tokens, model.config.context + 1)
+    if tokens.shape[1] < 2:
+        raise ValueError(f"tokens needs at least 2 positions (an input and its next token), got {tokens.shape}")
+    logits, _ = run(model, tokens[:, :-1], ablate)
+    log_p = np.log(softmax(logits, axis=-1))  # (B, T - 1, V)
+    target = tokens[:, 1:, None]  # (B, T - 1, 1)
+    loss: Array = -np.take_along_axis(log_p, target, axis=-1)[..., 0].mean(axis=0)
+    return loss
+
+
+def _check_weights(weights: Any) -> None:
+    check_array("weights", weights, "numpy", "(B, h, T, T)")
+    if weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"weights must be self-attention weights (B, h, T, T), got shape {weights.shape}")
+
+
+def previous_token_score(weights: Array, positions: int | None = None) -> Array:
+    """Per head, ``mean over b and t = 1 .. P-1 of A[b, head, t, t - 1]``: ``(B, h, T, T)`` -> ``(h,)``.
+
+    ``positions`` is ``P``, how many leading query positions to score (default: all ``T``).
+    """
+    _check_weights(weights)
+    T = weights.shape[-1]
+    P = T if positions is None else check_int("positions", positions, low=2, high=T, symbol="P")
+    t = np.arange(1, P)
+    score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - 1) -> (h,)
+    return score
+
+
+def induction_score(weights: Array, half: int) -> Array:
+    """Per head, ``mean over b and t = L .. T-1 of A[b, head, t, t - L + 1]``: ``(B, h, T, T)`` -> ``(h,)``.
+
+    ``half`` is ``L``; the weights must cover at least one repeated position (``T > L``).
+    """
+    _check_weights(weights)
+    T = weights.shape[-1]
+    half = check_int("half", half, high=T - 1, symbol="L")
+    t = np.arange(half, T)
+    score: Array = weights[..., t, t - half + 1].mean(axis=(0, 2))  # (B, h, T - L) -> (h,)
+    return score
+
+
+def ablation_losses(model: InductionModel, tokens: Tokens) -> Array:
+    """``(layers, h)``: the mean repeated-half loss (positions ``L .. 2L-2``) with each head zeroed alone."""
+    L = model.config.half
+    table = np.zeros((model.config.layers, model.config.heads))
+    for i in range(model.config.layers):
+        for j in range(model.config.heads):
+            table[i, j] = loss_per_position(model, tokens, ablate=[(i, j)])[L:].mean()
+    return table
+
+
+def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEED) -> dict[str, Any]:
+    """Every figure the lesson quotes, on the evaluation batch, as plain (JSON-ready) numbers."""
+    model = load_induction_model(path)
+    c = model.config
+    tokens = repeated_tokens(batch, c.vocab, c.half, seed)
+    loss = loss_per_position(model, tokens)
+    _, weights = run(model, tokens[:, :-1])
+    prev = np.stack([previous_token_score(w) for w in weights])  # (layers, h)
+    prev_first = np.stack([previous_token_score(w, c.half) for w in weights])  # queries 1 .. L-1 only
+    ind = np.stack([induction_score(w, c.half) for w in weights])
+    prev_head, ind_head = int(prev_first[0].argmax()), int(ind[-1].argmax())
+    # Composition: the last layer's induction scores with each first-layer head zeroed in turn.
+    composed = np.stack(
+        [induction_score(run(model, tokens[:, :-1], ablate=[(0, j)])[1][-1], c.half) for j in range(c.heads)]
+    )
+    hidden = composition_scores(model, tokens[:, :-1])  # the first-layer head hidden from keys or queries only
+
+    def rounded(a: Any) -> Any:
+        return np.round(np.asarray(a, dtype=float), 4).tolist()
+
+    return {
+        "loss_per_position": rounded(loss),
+        "first_half_loss": rounded(loss[: c.half].mean()),
+        "repeated_half_loss": rounded(loss[c.half :].mean()),
+        "uniform_loss": rounded(np.log(c.vocab)),
+        "previous_token_score": rounded(prev),
+        "previous_token_score_first_half": rounded(prev_first),
+        "induction_score": rounded(ind),
+        "previous_token_head": [0, prev_head],
+        "induction_head": [c.layers - 1, ind_head],
+        "ablation_repeated_half_loss": rounded(ablation_losses(model, tokens)),
+        "last_layer_induction_score_with_first_layer_head_ablated": rounded(composed),
+        "last_layer_induction_score_with_first_layer_head_hidden_from_keys": rounded(hidden["keys"]),
+        "last_layer_induction_score_with_first_layer_head_hidden_from_queries": rounded(hidden["queries"]),
+    }

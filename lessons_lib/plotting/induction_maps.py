@@ -1,0 +1,151 @@
+"""Lesson 09 pictures: the induction model's loss per position, every head's attention map with its
+scores, the ablation table, the composition test, and the panels of the lesson's widget.
+
+``plot_*`` functions create a figure and return it; ``draw_*`` functions draw onto given axes and
+return the artists that `lessons_lib.widgets.induction_widgets` updates. The numbers come from
+`lessons_lib.induction`; maps use the colour scale of `lessons_lib.plotting.attention_maps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from numpy.typing import NDArray
+
+from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar
+
+__all__ = [
+    "draw_next_token_panel",
+    "plot_ablation",
+    "plot_composition",
+    "plot_head_maps",
+    "plot_loss_per_position",
+    "token_labels",
+]
+
+Floats = NDArray[np.floating]
+
+
+def _check_axes(name: str, array: NDArray[np.generic], layout: str) -> None:
+    rank = len([axis for axis in layout.strip("()").split(",") if axis.strip()])  # "(h,)" has one axis
+    if np.ndim(array) != rank:
+        axes = "axis" if rank == 1 else "axes"
+        raise ValueError(f"{name} must have {rank} {axes}, laid out as {layout}; got shape {np.shape(array)}")
+
+
+def token_labels(tokens: Sequence[int] | NDArray[np.integer]) -> list[str]:
+    """Axis labels for a sequence of token ids: the ids themselves, as text."""
+    return [str(int(token)) for token in tokens]
+
+
+def plot_loss_per_position(loss: Floats, half: int, uniform: float, title: str = "") -> Figure:
+    """``loss (2L - 1,)``: the mean next-token loss at each position, the two halves shaded.
+
+    ``half`` is ``L``; ``uniform`` (``ln V``, the loss of a uniform guess) is drawn dashed.
+    """
+    _check_axes("loss", loss, "(positions,)")
+    fig, ax = plt.subplots(figsize=(7.5, 3.0), layout="constrained")
+    positions = np.arange(len(loss))
+    ax.axvspan(-0.5, half - 0.5, color="#eeeeee", label=f"first half: positions 0 .. {half - 1}")
+    ax.plot(positions, loss, "o-", color="C0", label="model (mean over the batch)")
+    ax.axhline(uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln V = {uniform:.2f}")
+    ax.set_xlim(-0.5, len(loss) - 0.5)
+    ax.set_ylim(0, max(float(np.max(loss)), uniform) * 1.1)
+    ax.set_xticks(positions)
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("position t (the model predicts token t + 1)", fontsize=9)
+    ax.set_ylabel("cross-entropy (nats)", fontsize=9)
+    ax.set_title(title or "next-token loss at each position", fontsize=10)
+    ax.legend(fontsize=8, loc="center right")
+    return fig
+
+
+def plot_head_maps(
+    weights: Sequence[Floats], labels: Sequence[str], previous: Floats, induction: Floats, title: str = ""
+) -> Figure:
+    """Every head of every layer for one sequence: ``weights[i] (h, T, T)`` is layer ``i``'s maps.
+
+    Each panel's title gives the head's scores, ``previous (layers, h)`` and ``induction (layers, h)``.
+    """
+    layers, h = len(weights), int(np.shape(weights[0])[0])
+    for name, scores in (("previous", previous), ("induction", induction)):
+        if np.shape(scores) != (layers, h):
+            raise ValueError(f"{name} must have shape (layers, h) = ({layers}, {h}), got {np.shape(scores)}")
+    fig, axes = plt.subplots(layers, h, figsize=(2.3 * h + 0.9, 2.5 * layers + 0.4), squeeze=False)
+    fig.subplots_adjust(left=0.06, right=0.9, bottom=0.07, top=0.88, wspace=0.12, hspace=0.45)
+    ticks = range(0, len(labels), 4)
+    for i in range(layers):
+        _check_axes(f"weights[{i}]", weights[i], "(h, T, T)")
+        for j in range(h):
+            ax = axes[i, j]
+            image = ax.imshow(weights[i][j], cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
+            ax.set_title(f"layer {i} head {j}\nprev {previous[i, j]:.2f}  ind {induction[i, j]:.2f}", fontsize=8)
+            ax.set_xticks(ticks, [labels[t] for t in ticks])
+            ax.set_yticks(ticks, [labels[t] for t in ticks])
+            ax.tick_params(labelsize=6, length=0, labelleft=j == 0)
+        axes[i, 0].set_ylabel("query t", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("key s", fontsize=8)
+    add_colorbar(image, axes[0, -1], WEIGHT_LABEL, gap=0.01, width=0.012)
+    fig.suptitle(title or "attention of every head (rows: queries; prev / ind: the head's scores)", fontsize=10)
+    return fig
+
+
+def plot_ablation(table: Floats, base: float, title: str = "") -> Figure:
+    """``table (layers, h)``: the repeated-half loss with each head zeroed alone; ``base``: none zeroed."""
+    _check_axes("table", table, "(layers, h)")
+    layers, h = table.shape
+    fig, ax = plt.subplots(figsize=(1.3 * h + 2.2, 0.9 * layers + 1.4), layout="constrained")
+    image = ax.imshow(table, cmap="magma_r", vmin=0.0, vmax=max(float(table.max()), base), aspect="auto")
+    for i in range(layers):
+        for j in range(h):
+            dark = table[i, j] > 0.5 * table.max()
+            ax.text(j, i, f"{table[i, j]:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if dark else "black")
+    ax.set_xticks(range(h), [f"head {j}" for j in range(h)])
+    ax.set_yticks(range(layers), [f"layer {i}" for i in range(layers)])
+    ax.tick_params(labelsize=8, length=0)
+    bar = fig.colorbar(image, ax=ax)
+    bar.set_label("repeated-half loss (nats)", fontsize=8)
+    ax.set_title(title or f"repeated-half loss with one head zeroed (none zeroed: {base:.2f})", fontsize=10)
+    return fig
+
+
+def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: str = "") -> Figure:
+    """Bars: the last layer's induction score of each head in ``heads``, under each condition.
+
+    ``scores`` maps a condition's label (``"intact"``, ``"hidden from keys"``, ...) to ``(h,)`` scores.
+    """
+    conditions = list(scores)
+    fig, ax = plt.subplots(figsize=(7.5, 2.8), layout="constrained")
+    bar_width = 0.8 / len(conditions)
+    for k, name in enumerate(conditions):
+        _check_axes(f"scores[{name!r}]", scores[name], "(h,)")
+        x = np.arange(len(heads)) + (k - (len(conditions) - 1) / 2) * bar_width
+        ax.bar(x, [scores[name][j] for j in heads], bar_width * 0.9, color=f"C{k}", label=name)
+    ax.set_xticks(range(len(heads)), [f"last layer, head {j}" for j in heads])
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("induction score", fontsize=9)
+    ax.set_title(title or "induction score when the previous-token head's write is hidden", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def draw_next_token_panel(ax: Axes, length: int) -> tuple[Line2D, Line2D]:
+    """Axes for ``p(actual next token)`` at positions ``0 .. length-2``: the whole model and the model
+    with one head zeroed. Returns the two lines; update them with ``set_data``."""
+    ax.set_xlim(-0.5, max(length - 1.5, 0.5))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("p(actual next token)", fontsize=8)
+    ax.set_xlabel("position t", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    whole = ax.plot([], [], "o-", color="C0", markersize=3, label="whole model")[0]
+    ablated = ax.plot([], [], "s--", color="C3", markersize=3, label="this head zeroed")[0]
+    ax.legend(fontsize=7, loc="upper left")
+    return whole, ablated

@@ -1,0 +1,205 @@
+"""Lesson 09 widget: type or pick a token sequence, pick a layer and a head, and see that head's
+attention map, the model's next-token predictions, and what zeroing the head does to them.
+
+A thin `LessonWidget` subclass (see `lessons_lib.widgets.base` for the shared interface:
+``.controls``, ``.data``, ``.ui``): the numbers come from `lessons_lib.induction`, the drawing from
+`lessons_lib.plotting.induction_maps` and `lessons_lib.plotting.attention_maps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.artist import Artist
+
+from lessons_lib.induction import (
+    EVAL_SEED,
+    InductionModel,
+    induction_targets,
+    load_induction_model,
+    repeated_tokens,
+    run,
+)
+from lessons_lib.mha_numpy import softmax
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_tokens
+from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
+from lessons_lib.widgets.base import LessonWidget
+
+__all__ = ["InductionExplorer", "example_sequences", "next_token_view", "parse_tokens"]
+
+TYPED = "typed"  # the `sequence` option meaning "whatever is in the tokens box"
+
+
+def parse_tokens(text: str, vocab: int, most: int) -> list[int]:
+    """``"3 14 15"`` (spaces or commas) -> ``[3, 14, 15]``; ``ValueError`` saying what is wrong."""
+    parts = text.replace(",", " ").split()
+    if not all(part.isdigit() for part in parts):
+        bad = next(part for part in parts if not part.isdigit())
+        raise ValueError(f"{bad!r} is not a token id: write whole numbers 0 .. {vocab - 1}, separated by spaces")
+    ids = [int(part) for part in parts]
+    if not 2 <= len(ids) <= most:
+        raise ValueError(f"give 2 to {most} tokens (the model reads at most {most}), got {len(ids)}")
+    if max(ids) >= vocab:
+        raise ValueError(f"token ids go from 0 to {vocab - 1}, got {max(ids)}")
+    return ids
+
+
+def example_sequences(model: InductionModel, seed: int = EVAL_SEED) -> dict[str, tuple[str, list[int]]]:
+    """The widget's ready-made sequences, by key: ``(label, token ids)``, each as long as the model reads."""
+    c = model.config
+    n = c.context
+    shuffled = np.random.default_rng(seed).permutation(c.vocab).tolist()
+    short = shuffled[:6]
+    gap = shuffled[:7] + shuffled[10 : 10 + n - 14] + shuffled[:7]
+    return {
+        "repeat": (f"{c.half} tokens, then the same again", repeated_tokens(1, c.vocab, c.half, seed)[0, :n].tolist()),
+        "random": (f"{n} different tokens: no repeat", shuffled[:n]),
+        "short": ("6 tokens, again and again", (short * n)[:n]),
+        "gap": ("7 tokens, others, the 7 again", gap),
+    }
+
+
+def next_token_view(model: InductionModel, ids: list[int], layer: int, head: int) -> dict[str, Any]:
+    """Everything the widget shows for one sequence, with and without head ``(layer, head)``.
+
+    ``map (n, n)`` that head's weights; ``predicted`` / ``predicted_ablated`` the most likely next
+    token after each position; ``p_next`` / ``p_next_ablated`` ``(n - 1,)`` the probability given
+    to the token that actually comes next; ``loss`` / ``loss_ablated`` their mean cross-entropy;
+    ``previous_weight`` the head's mean weight on ``t - 1``; ``induction_weight`` its mean weight on
+    the token after the earlier copy of token ``t`` (`induction.induction_targets`), ``nan`` if none.
+    """
+    tokens = np.array([ids], dtype=np.int64)
+    n = tokens.shape[1]
+    logits, weights = run(model, tokens)
+    ablated, _ = run(model, tokens, ablate=[(layer, head)])
+    probs, probs_ablated = softmax(logits[0]), softmax(ablated[0])  # (n, V)
+    t, following = np.arange(n - 1), tokens[0, 1:]
+    head_map = weights[layer][0, head]  # (n, n)
+    targets = induction_targets(tokens[0])
+    has_copy = np.flatnonzero(targets >= 0)
+    p_next, p_next_ablated = probs[t, following], probs_ablated[t, following]
+    return {
+        "map": head_map,
+        "predicted": probs.argmax(axis=-1).tolist(),
+        "predicted_ablated": probs_ablated.argmax(axis=-1).tolist(),
+        "p_next": p_next,
+        "p_next_ablated": p_next_ablated,
+        "loss": float(-np.log(p_next).mean()),
+        "loss_ablated": float(-np.log(p_next_ablated).mean()),
+        "previous_weight": float(head_map[np.arange(1, n), np.arange(n - 1)].mean()),
+        "induction_weight": float(head_map[has_copy, targets[has_copy]].mean()) if has_copy.size else float("nan"),
+        "copies": int(has_copy.size),
+    }
+
+
+class InductionExplorer(LessonWidget):
+    """Pick a ready-made sequence or type one, then a layer and a head.
+
+    Controls: ``sequence`` (a key of `example_sequences`, or ``"typed"``), ``tokens`` (a text box of
+    token ids; editing it switches ``sequence`` to ``"typed"``, picking a sequence fills it in),
+    ``layer`` and ``head``. ``.data`` holds those values and ``ids`` (the tokens shown), ``error``
+    (why the box could not be read, else ``None``: the previous tokens stay), ``labels``, every key
+    of `next_token_view`, the picture's ``title`` and the ``readout``.
+    """
+
+    def __init__(self, model: InductionModel | None = None, layer: int | None = None, head: int = 0) -> None:
+        self.model = load_induction_model() if model is None else model
+        c = self.model.config
+        layer = c.layers - 1 if layer is None else layer
+        if layer not in range(c.layers) or head not in range(c.heads):
+            raise ValueError(
+                f"layer must be in 0 .. {c.layers - 1} and head in 0 .. {c.heads - 1}, got {layer}, {head}"
+            )
+        self.examples = example_sequences(self.model)
+        self._ids = self.examples["repeat"][1]
+        options = [(label, key) for key, (label, _) in self.examples.items()] + [("typed below", TYPED)]
+        controls = {
+            "sequence": widgets.Dropdown(options=options, value="repeat", description="sequence"),
+            "tokens": widgets.Text(
+                value=" ".join(map(str, self._ids)), continuous_update=False, description=f"tokens (0-{c.vocab - 1})",
+                layout=widgets.Layout(width="34em"),
+            ),
+            "layer": widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.layers)], value=layer,
+                                      description="layer"),
+            "head": widgets.Dropdown(options=[(f"head {j}", j) for j in range(c.heads)], value=head,
+                                     description="head"),
+        }
+        super().__init__(controls, size=(9.2, 3.5), rows=[["sequence", "layer", "head"], ["tokens"]])
+
+    def _changed(self, name: str) -> None:
+        if name == "sequence" and self.controls["sequence"].value != TYPED:
+            self._set_quietly("tokens", " ".join(map(str, self.examples[self.controls["sequence"].value][1])))
+        if name == "tokens":
+            self._set_quietly("sequence", TYPED)
+        self.refresh()
+
+    def _set_quietly(self, name: str, value: Any) -> None:
+        self._holding = True
+        try:
+            self.controls[name].value = value
+        finally:
+            self._holding = False
+
+    def _compute(self) -> dict[str, Any]:
+        c = self.model.config
+        values = {name: control.value for name, control in self.controls.items()}
+        error = None
+        try:
+            self._ids = parse_tokens(values["tokens"], c.vocab, c.context)
+        except ValueError as problem:
+            error = str(problem)
+        ids, layer, head = self._ids, int(values["layer"]), int(values["head"])
+        view = next_token_view(self.model, ids, layer, head)
+        shown = " ".join(map(str, view["predicted"]))
+        copies = (f"on the token after the earlier copy {view['induction_weight']:.2f} ({view['copies']} positions "
+                  f"have one)" if view["copies"] else "no token repeats, so there is no earlier copy to follow")
+        readout = (
+            ("Could not read the tokens: " + error + ". Still showing the previous ones. " if error else "")
+            + f"Layer {layer}, head {head} on this sequence: mean weight on the previous token "
+            f"{view['previous_weight']:.2f}, {copies}. Predicted next tokens: {shown}. Mean loss on the "
+            f"{len(ids) - 1} known next tokens: {view['loss']:.2f} with every head, {view['loss_ablated']:.2f} "
+            f"with this head zeroed (ln {c.vocab} = {np.log(c.vocab):.2f} is a uniform guess)."
+        )
+        return {
+            **values, "ids": ids, "error": error, "labels": token_labels(ids), **view,
+            "title": f"layer {layer}, head {head}", "readout": readout,
+        }
+
+    def _build(self) -> list[Artist]:
+        map_ax, panel_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.0, 1.6]})
+        self.figure.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.35)
+        self._map_ax, self._panel_ax = map_ax, panel_ax
+        labels = self.data["labels"]
+        self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
+        map_ax.tick_params(labelsize=6)
+        map_ax.tick_params(axis="x", labelrotation=90)  # token ids side by side would run together
+        add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)
+        self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
+        panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed", fontsize=8)
+        self._length = 0
+        return [self._map, self._whole, self._ablated, map_ax.title]
+
+    def _background_key(self) -> Hashable:
+        return tuple(self.data["ids"])  # the token labels belong to the background
+
+    def _draw(self) -> None:
+        d = self.data
+        n = len(d["ids"])
+        if n != self._length:  # the axes' lengths place the image and the lines: set them every time
+            self._map.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+            self._map_ax.set_xlim(-0.5, n - 0.5)
+            self._map_ax.set_ylim(n - 0.5, -0.5)
+            self._panel_ax.set_xlim(-0.5, n - 1.5)
+            self._length = n
+        if self._background_key() not in self._backgrounds:  # labels are drawn only into a new background
+            label_tokens(self._map_ax, d["labels"], d["labels"])
+            pairs = [f"{a}>{b}" for a, b in zip(d["ids"], d["ids"][1:], strict=False)]
+            self._panel_ax.set_xticks(range(n - 1), pairs, rotation=90)
+        self._map.set_data(d["map"])
+        self._map_ax.set_title(d["title"], fontsize=9)
+        positions = np.arange(n - 1)
+        self._whole.set_data(positions, d["p_next"])
+        self._ablated.set_data(positions, d["p_next_ablated"])

@@ -1,0 +1,280 @@
+"""Lesson 09 Quick-check functions: a blank answer is "not answered yet", the right answer passes,
+each recognised wrong answer gets its own message, and no "not yet" message gives the answer away."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from lessons_lib import induction
+from lessons_lib.block_numpy import Block, layer_norm
+from lessons_lib.checks import Verdict
+from lessons_lib.checks.heads_at_work import (
+    check_block_function,
+    check_double_ablation,
+    check_induction_function,
+    check_rms_norm_function,
+)
+from lessons_lib.induction import InductionConfig, InductionModel
+from lessons_lib.mha_numpy import MultiHead, causal_mask
+
+Floats = NDArray[np.floating[Any]]
+
+
+def assert_not_yet(verdict: Verdict, phrase: str, label: str) -> None:
+    assert not verdict.ok and verdict.answered, verdict
+    assert phrase in verdict.message, (phrase, verdict)
+    assert repr(verdict).startswith(f"[{label}] not yet: "), verdict
+
+
+def assert_unanswered(verdict: Verdict, label: str) -> None:
+    assert not verdict.ok and not verdict.answered, verdict
+    assert repr(verdict).startswith(f"[{label}] not answered yet: "), verdict
+
+
+def assert_distinct(verdicts: list[Verdict]) -> None:
+    messages = [v.message for v in verdicts]
+    assert len(set(messages)) == len(messages), messages
+
+
+# ---- the block ---------------------------------------------------------------------------------
+def _ln1(x: Floats, block: Block) -> Floats:
+    return layer_norm(x, block.norm1_gain, block.norm1_bias)
+
+
+def _ln2(x: Floats, block: Block) -> Floats:
+    return layer_norm(x, block.norm2_gain, block.norm2_bias)
+
+
+def _attn(z: Floats, block: Block, causal: bool = True) -> Floats:
+    return block.attention(z, allowed=causal_mask(z.shape[1]) if causal else None)[0]
+
+
+def right_block(x: Floats, block: Block) -> Floats:
+    x = x + _attn(_ln1(x, block), block)
+    return x + block.ffn(_ln2(x, block))
+
+
+def post_norm(x: Floats, block: Block) -> Floats:
+    x = _ln1(x + _attn(x, block), block)
+    return _ln2(x + block.ffn(x), block)
+
+
+def no_attention_residual(x: Floats, block: Block) -> Floats:
+    a = _attn(_ln1(x, block), block)
+    return a + block.ffn(_ln2(a, block))
+
+
+def no_ffn_residual(x: Floats, block: Block) -> Floats:
+    return block.ffn(_ln2(x + _attn(_ln1(x, block), block), block))
+
+
+def parallel(x: Floats, block: Block) -> Floats:
+    return x + _attn(_ln1(x, block), block) + block.ffn(_ln2(x, block))
+
+
+def no_norms(x: Floats, block: Block) -> Floats:
+    x = x + _attn(x, block)
+    return x + block.ffn(x)
+
+
+def not_causal(x: Floats, block: Block) -> Floats:
+    x = x + _attn(_ln1(x, block), block, causal=False)
+    return x + block.ffn(_ln2(x, block))
+
+
+def norms_swapped(x: Floats, block: Block) -> Floats:
+    x = x + _attn(_ln2(x, block), block)
+    return x + block.ffn(_ln1(x, block))
+
+
+def one_norm(x: Floats, block: Block) -> Floats:
+    x = x + _attn(_ln1(x, block), block)
+    return x + block.ffn(_ln1(x, block))
+
+
+def test_block_blank_and_right() -> None:
+    def blank(x: Floats, block: Block) -> Any: ...
+
+    assert_unanswered(check_block_function(blank), "block")
+    assert check_block_function(right_block).ok
+    assert check_block_function(lambda x, block: block(x)[0]).message.startswith("you called the finished block")
+
+
+BLOCK_MISTAKES: list[tuple[Callable[[Floats, Block], Any], str]] = [
+    (post_norm, "post-norm"),
+    (no_attention_residual, "heads' output replaced the stream"),
+    (no_ffn_residual, "feed-forward output replaced the stream"),
+    (parallel, "'parallel' block"),
+    (no_norms, "no LayerNorm"),
+    (not_causal, "not causal"),
+    (norms_swapped, "swapped them"),
+    (one_norm, "both sub-layers used LayerNorm 1"),
+    (lambda x, block: (right_block(x, block), None), "return only the stream"),
+    (lambda x, block: right_block(x, block)[:, :-1], "keeps the stream's shape"),
+    (lambda x, block: 2 * x, "not the pre-norm block"),
+]
+
+
+@pytest.mark.parametrize(("function", "phrase"), BLOCK_MISTAKES, ids=[p for _, p in BLOCK_MISTAKES])
+def test_block_mistakes(function: Callable[[Floats, Block], Any], phrase: str) -> None:
+    assert_not_yet(check_block_function(function), phrase, "block")
+
+
+def test_block_mistakes_are_told_apart() -> None:
+    assert_distinct([check_block_function(f) for f, _ in BLOCK_MISTAKES])
+
+
+def test_block_reports_a_raising_function() -> None:
+    def broken(x: Floats, block: Block) -> Any:
+        return block.nowhere(x)  # type: ignore[attr-defined]
+
+    verdict = check_block_function(broken)
+    assert_not_yet(verdict, "AttributeError", "block")
+
+
+# ---- RMSNorm -----------------------------------------------------------------------------------
+def right_rms(z: Floats, gain: Floats) -> Floats:
+    out: Floats = z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5) * gain
+    return out
+
+
+RMS_MISTAKES: list[tuple[Callable[[Floats, Floats], Any], str]] = [
+    (lambda z, g: layer_norm(z, g), "that is LayerNorm"),
+    (lambda z, g: z / ((z**2).mean(axis=-1, keepdims=True) + 1e-5) * g, "take its square root"),
+    (lambda z, g: z / np.sqrt((z**2).mean(axis=0, keepdims=True) + 1e-5) * g, "wrong axis"),
+    (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5), "gain is missing"),
+    (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5) + g, "you added the gain"),
+    (lambda z, g: z / np.sqrt(z.var(axis=-1, keepdims=True) + 1e-5) * g, "standard deviation"),
+    (lambda z, g: right_rms(z, g)[..., :2], "keeps z's shape"),
+    (lambda z, g: z, "not RMSNorm"),
+]
+
+
+def test_rms_blank_and_right() -> None:
+    def blank(z: Floats, gain: Floats) -> Any: ...
+
+    assert_unanswered(check_rms_norm_function(blank), "RMSNorm")
+    assert check_rms_norm_function(right_rms).ok
+    assert check_rms_norm_function(lambda z, g: right_rms(z.astype(np.float32), g.astype(np.float32))).ok
+
+
+@pytest.mark.parametrize(("function", "phrase"), RMS_MISTAKES, ids=[p for _, p in RMS_MISTAKES])
+def test_rms_mistakes(function: Callable[[Floats, Floats], Any], phrase: str) -> None:
+    assert_not_yet(check_rms_norm_function(function), phrase, "RMSNorm")
+
+
+def test_rms_mistakes_are_told_apart() -> None:
+    assert_distinct([check_rms_norm_function(f) for f, _ in RMS_MISTAKES])
+
+
+# ---- induction score ---------------------------------------------------------------------------
+def right_induction(weights: Floats, L: int) -> Floats:
+    t = np.arange(L, weights.shape[-1])
+    out: Floats = weights[..., t, t - L + 1].mean(axis=(0, 2))
+    return out
+
+
+def _picked(offset: int, start: int = 0) -> Callable[[Floats, int], Floats]:
+    """Mean of weights[..., t, t - L + offset] over the batch and t = L - start .. T-1."""
+
+    def score(weights: Floats, L: int) -> Floats:
+        t = np.arange(L - start, weights.shape[-1])
+        out: Floats = weights[..., t, t - L + offset].mean(axis=(0, 2))
+        return out
+
+    return score
+
+
+def _previous(weights: Floats, L: int) -> Floats:
+    t = np.arange(L, weights.shape[-1])
+    out: Floats = weights[..., t, t - 1].mean(axis=(0, 2))
+    return out
+
+
+def _first_sizes_only(weights: Floats, L: int) -> Floats:
+    return right_induction(weights, L) if weights.shape[1] == 4 else np.zeros(weights.shape[1])
+
+
+INDUCTION_MISTAKES: list[tuple[Callable[[Floats, int], Any], str]] = [
+    (_picked(0), "earlier copy of the token itself"),
+    (_previous, "previous token (t - 1)"),
+    (_picked(1, start=1), "start at t = L"),
+    (lambda w, L: right_induction(w, L) * (w.shape[0] * (w.shape[-1] - L)), "you summed"),
+    (lambda w, L: w[..., np.arange(L, w.shape[-1]), np.arange(1, w.shape[-1] - L + 1)].mean(axis=2),
+     "average over the batch as well"),
+    (lambda w, L: right_induction(w, L).mean(), "keep the head axis"),
+    (lambda w, L: np.zeros(7), "one score per head, shape"),
+    (_first_sizes_only, "with other sizes (T=7, L=3)"),
+    (lambda w, L: right_induction(w, L) + 0.5, "not the induction score"),
+]
+
+
+def test_induction_blank_right_and_borrowed() -> None:
+    def blank(weights: Floats, L: int) -> Any: ...
+
+    assert_unanswered(check_induction_function(blank), "induction score")
+    assert check_induction_function(right_induction).ok
+    borrowed = check_induction_function(lambda w, L: induction.induction_score(w, L))
+    assert_not_yet(borrowed, "you called the finished induction_score", "induction score")
+
+
+@pytest.mark.parametrize(("function", "phrase"), INDUCTION_MISTAKES, ids=[p for _, p in INDUCTION_MISTAKES])
+def test_induction_mistakes(function: Callable[[Floats, int], Any], phrase: str) -> None:
+    assert_not_yet(check_induction_function(function), phrase, "induction score")
+
+
+def test_induction_mistakes_are_told_apart() -> None:
+    assert_distinct([check_induction_function(f) for f, _ in INDUCTION_MISTAKES])
+
+
+# ---- double ablation ---------------------------------------------------------------------------
+def tiny_model() -> InductionModel:
+    config = InductionConfig(vocab=7, half=3, width=8, heads=2, shortest=2)
+    rng = np.random.default_rng(0)
+    layers = tuple(MultiHead(8, 2, seed=i) for i in range(2))
+    return InductionModel(config, rng.normal(size=(7, 8)), rng.normal(size=(5, 8)), layers, rng.normal(size=(8, 7)))
+
+
+MODEL = tiny_model()
+TOKENS = induction.repeated_tokens(16, 7, 3, seed=2)
+PAIRS = [(1, 0), (1, 1)]
+
+
+def _repeated(loss: Floats) -> float:
+    return float(loss[3:].mean())
+
+
+def test_double_ablation_blank_and_right() -> None:
+    assert_unanswered(check_double_ablation(None, MODEL, TOKENS, PAIRS), "double ablation")
+    right = _repeated(induction.loss_per_position(MODEL, TOKENS, ablate=PAIRS))
+    assert check_double_ablation(right, MODEL, TOKENS, PAIRS).ok
+    assert check_double_ablation(np.float32(right), MODEL, TOKENS, PAIRS).ok
+    with pytest.raises(ValueError, match="at least two"):
+        check_double_ablation(right, MODEL, TOKENS, [(1, 0)])
+
+
+def test_double_ablation_mistakes_and_no_answer_given_away() -> None:
+    loss = induction.loss_per_position
+    both = loss(MODEL, TOKENS, ablate=PAIRS)
+    singles = [_repeated(loss(MODEL, TOKENS, ablate=[pair])) for pair in PAIRS]
+    right = f"{_repeated(both):.3f}"
+    cases = [
+        (singles[0], "only layer 1, head 0 zeroed"),
+        (singles[1], "only layer 1, head 1 zeroed"),
+        (sum(singles), "added the single-head losses"),
+        (_repeated(loss(MODEL, TOKENS)), "no head zeroed"),
+        (float(both[:3].mean()), "that is the first half"),
+        (float(both.mean()), "mean over every position"),
+        (123.0, "is not it"),
+    ]
+    verdicts = [check_double_ablation(value, MODEL, TOKENS, PAIRS) for value, _ in cases]
+    for verdict, (_, phrase) in zip(verdicts, cases, strict=True):
+        assert_not_yet(verdict, phrase, "double ablation")
+        assert not re.search(rf"(?<![\d.]){re.escape(right)}(?![\d.])", verdict.message), verdict
+    assert_distinct(verdicts)

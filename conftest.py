@@ -1,11 +1,42 @@
-"""Root pytest configuration.
+"""Root pytest configuration, loaded whichever folder pytest is started from.
 
-Building Matplotlib's font cache prints a notice on stderr the first time Matplotlib is imported
-on a machine. Under strict nbval that notice would land in a notebook's output and fail the
-comparison, so we build the cache here, in the pytest process, before any notebook kernel starts.
+- Building Matplotlib's font cache prints a notice on stderr the first time Matplotlib is imported
+  on a machine. Under strict nbval that notice would land in a notebook's output and fail the
+  comparison, so we build the cache here, in the pytest process, before any notebook kernel starts.
+- nbval's sanitize file is given by absolute path, so ``cd notebooks && python -m pytest .`` finds it.
+- With pytest-xdist (``-n auto`` in pyproject.toml) tests spread over the cores; the scheduler
+  below keeps every cell of one notebook together, so a notebook runs top to bottom in one kernel
+  on one worker, while other notebooks and tests run beside it.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
-import matplotlib.font_manager
+import matplotlib.font_manager  # builds the font cache now, see above
+
+SANITIZE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "nbval_sanitize_with", "absent") is None:
+        config.option.nbval_sanitize_with = str(SANITIZE)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where xdist is not installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """One notebook = one unit of work (its cells run in order, in one kernel, on one worker); every
+    other test is a unit of its own, so the browser tests of different notebooks run side by side."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebookScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") else nodeid
+
+    return NotebookScheduling(config, log)

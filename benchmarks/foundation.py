@@ -77,7 +77,8 @@ def bench_notebooks(paths: list[Path], repeats: int) -> bool:
         return True
     all_ok = True
     for path in paths:
-        runs = [run_timed([sys.executable, "-m", "pytest", str(path.relative_to(ROOT)), "-q"]) for _ in range(repeats)]
+        command = [sys.executable, "-m", "pytest", str(path.relative_to(ROOT)), "-q", "-n", "0"]  # one process
+        runs = [run_timed(command) for _ in range(repeats)]
         median = statistics.median(seconds for seconds, _ in runs)
         failed = [code for _, code in runs if code != 0]
         mark = f"MISS (nbval failed, exit {failed[0]})" if failed else verdict(median, NOTEBOOK_TARGET_S)
@@ -95,7 +96,7 @@ def in_suite_seconds(paths: list[Path]) -> dict[str, float]:
     """
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.xml"
-        command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={report}"]
+        command = [sys.executable, "-m", "pytest", "-q", "-n", "0", f"--junitxml={report}"]  # one process
         subprocess.run(command + [str(p) for p in paths], cwd=ROOT, capture_output=True, check=False)
         cases = list(ElementTree.parse(report).iter("testcase"))
     # A notebook's cells are reported with classname "notebooks.<file name>".

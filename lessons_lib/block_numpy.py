@@ -28,8 +28,10 @@ from numpy.typing import DTypeLike, NDArray
 from lessons_lib.mha_numpy import MultiHead, causal_mask
 from lessons_lib.validation import (
     check_array,
+    check_finite,
     check_float_dtype,
     check_int,
+    check_norm_inputs,
     check_same_dtype,
     check_weight,
     check_width,
@@ -54,6 +56,11 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf
 
 def layer_norm(x: Array, gain: Array, bias: Array | None = None, eps: float = 1e-5) -> Array:
     """LayerNorm over the last axis of ``x (..., D)`` with ``gain (D,)`` and optional ``bias (D,)``."""
+    check_norm_inputs(x, gain, bias, eps, "numpy")
+    return _layer_norm(x, gain, bias, eps)
+
+
+def _layer_norm(x: Array, gain: Array, bias: Array | None, eps: float) -> Array:
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., 1): the biased variance, as nn.LayerNorm
     y: Array = (x - mean) / np.sqrt(var + eps) * gain
@@ -62,6 +69,7 @@ def layer_norm(x: Array, gain: Array, bias: Array | None = None, eps: float = 1e
 
 def activate(z: Array, activation: str) -> Array:
     """``relu(z) = max(z, 0)`` or the exact ``gelu(z) = z * Phi(z)`` (``Phi``: the normal CDF)."""
+    check_array("z", z, "numpy", "(...)")
     if activation == "relu":
         return np.maximum(z, 0)
     if activation == "gelu":
@@ -72,7 +80,7 @@ def activate(z: Array, activation: str) -> Array:
 
 def weight_shapes(width: int, hidden: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
     """The block's arrays and their NumPy ``(in, out)`` shapes; ``hidden`` is the FFN width ``F``."""
-    D, F = width, hidden
+    D, F = check_int("width", width, symbol="D"), check_int("hidden", hidden, symbol="F")
     shapes: dict[str, tuple[int, ...]] = {"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D)}
     shapes |= {"norm1_gain": (D,), "norm2_gain": (D,), "w_in": (D, F), "w_out": (F, D)}
     if bias:
@@ -186,10 +194,11 @@ class Block:
         """
         check_array("x", x, "numpy", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
+        check_finite("x", x)
         allowed = causal_mask(x.shape[1]) if causal else None
-        attended, weights = self.attention(layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps), allowed=allowed)
+        attended, weights = self.attention(_layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps), allowed=allowed)
         x = x + attended  # the heads write into the stream
-        x = x + self.ffn(layer_norm(x, self.norm2_gain, self.norm2_bias, self.eps))  # so does the FFN
+        x = x + self.ffn(_layer_norm(x, self.norm2_gain, self.norm2_bias, self.eps))  # so does the FFN
         return x, weights
 
     def __repr__(self) -> str:

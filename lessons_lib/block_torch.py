@@ -19,7 +19,15 @@ from torch.nn.utils import skip_init
 
 from lessons_lib.block_numpy import ACTIVATIONS, init_block_weights, weight_shapes
 from lessons_lib.mha_torch import MultiHead, causal_mask
-from lessons_lib.validation import check_array, check_float_dtype, check_same_dtype, check_weight, check_width
+from lessons_lib.validation import (
+    check_array,
+    check_finite,
+    check_float_dtype,
+    check_norm_inputs,
+    check_same_dtype,
+    check_weight,
+    check_width,
+)
 
 __all__ = ["Block", "activate", "layer_norm"]
 
@@ -37,6 +45,11 @@ TORCH_LAYOUTS = {
 
 def layer_norm(x: Tensor, gain: Tensor, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """LayerNorm over the last axis of ``x (..., D)``; see `block_numpy.layer_norm`."""
+    check_norm_inputs(x, gain, bias, eps, "torch")
+    return _layer_norm(x, gain, bias, eps)
+
+
+def _layer_norm(x: Tensor, gain: Tensor, bias: Tensor | None, eps: float) -> Tensor:
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1): the biased variance, as nn.LayerNorm
     y = (x - mean) / torch.sqrt(var + eps) * gain
@@ -45,6 +58,7 @@ def layer_norm(x: Tensor, gain: Tensor, bias: Tensor | None = None, eps: float =
 
 def activate(z: Tensor, activation: str) -> Tensor:
     """``relu(z) = max(z, 0)`` or the exact ``gelu(z) = z * Phi(z)`` (``Phi``: the normal CDF)."""
+    check_array("z", z, "torch", "(...)")
     if activation == "relu":
         return torch.clamp(z, min=0)
     if activation == "gelu":
@@ -166,10 +180,12 @@ class Block(nn.Module):
         """
         check_array("x", x, "torch", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
+        check_finite("x", x)
         allowed = causal_mask(x.shape[1]).to(x.device) if causal else None
-        attended, weights = self.attention(layer_norm(x, self.norm1.weight, self.norm1.bias, self.eps), allowed=allowed)
+        normalised = _layer_norm(x, self.norm1.weight, self.norm1.bias, self.eps)
+        attended, weights = self.attention(normalised, allowed=allowed)
         x = x + attended  # the heads write into the stream
-        x = x + self.ffn(layer_norm(x, self.norm2.weight, self.norm2.bias, self.eps))  # so does the FFN
+        x = x + self.ffn(_layer_norm(x, self.norm2.weight, self.norm2.bias, self.eps))  # so does the FFN
         return x, weights
 
     def extra_repr(self) -> str:

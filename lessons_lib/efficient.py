@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_array, check_int, check_qkv
+from lessons_lib.validation import check_array, check_finite, check_int, check_qkv
 
 __all__ = [
     "OnlineStep",
@@ -90,6 +90,11 @@ def online_softmax(scores: Array, block_size: int) -> Array:
     check_array("scores", scores, "numpy", "(..., S)")
     block_size = _check_block("block_size", block_size)
     S = scores.shape[-1]
+    if S == 0:
+        raise ValueError(
+            f"scores {tuple(scores.shape)} has no entries per row (S=0): a softmax over nothing is undefined"
+        )
+    check_finite("scores", scores, allow_minus_inf=True)
     running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)
     running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)
     for start in range(0, S, block_size):
@@ -103,6 +108,9 @@ def online_softmax_trace(row: Array, block_size: int) -> list[OnlineStep]:
     """The running max and running sum after each block, for one row ``(S,)`` of scores."""
     check_array("row", row, "numpy", "(S)")
     block_size = _check_block("block_size", block_size)
+    if row.shape[0] == 0:
+        raise ValueError("row has no scores (S=0): a softmax over nothing is undefined")
+    check_finite("row", row, allow_minus_inf=True)
     running_max, running_sum = np.array(-np.inf), np.array(0.0)
     steps = []
     for index, start in enumerate(range(0, row.shape[0], block_size)):

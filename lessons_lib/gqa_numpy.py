@@ -23,6 +23,7 @@ from lessons_lib.validation import (
     check_float_dtype,
     check_int,
     check_layer_inputs,
+    check_relative_error_inputs,
     check_same_dtype,
     check_weight,
     check_width,
@@ -204,4 +205,5 @@ def from_multihead(layer: MultiHead, kv_heads: int) -> GroupedQueryAttention:
 
 def relative_error(output: Array, reference: Array) -> float:
     """``||output - reference|| / ||reference||`` (Frobenius norms over every entry)."""
+    check_relative_error_inputs(output, reference, "numpy")
     return float(np.linalg.norm(output - reference) / np.linalg.norm(reference))

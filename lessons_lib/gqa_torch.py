@@ -21,6 +21,7 @@ from lessons_lib.validation import (
     check_float_dtype,
     check_int,
     check_layer_inputs,
+    check_relative_error_inputs,
     check_same_dtype,
     check_weight,
     check_width,
@@ -190,4 +191,5 @@ def from_multihead(layer: MultiHead, kv_heads: int) -> GroupedQueryAttention:
 
 def relative_error(output: Tensor, reference: Tensor) -> float:
     """``||output - reference|| / ||reference||`` (Frobenius norms over every entry)."""
+    check_relative_error_inputs(output, reference, "torch")
     return float(torch.linalg.norm(output - reference) / torch.linalg.norm(reference))

@@ -35,7 +35,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lessons_lib.mha_numpy import MultiHead, attention, causal_mask, softmax, split_heads
-from lessons_lib.validation import check_array, check_int, head_width
+from lessons_lib.validation import (
+    check_array,
+    check_instance,
+    check_int,
+    check_layer_inputs,
+    check_seed,
+    head_width,
+    layer_mask,
+)
 
 __all__ = [
     "DATA_PATH",
@@ -105,6 +113,7 @@ def repeated_tokens(batch: int, vocab: int, half: int, seed: int = 0, shortest: 
     alone; only reading the tokens (an induction circuit) works.
     """
     batch, vocab, half = check_int("batch", batch, symbol="B"), check_int("vocab", vocab), check_int("half", half)
+    seed = check_seed("seed", seed)
     if half > vocab:
         raise ValueError(f"half L={half} must be <= vocab V={vocab} (the first half has distinct tokens)")
     rng = np.random.default_rng(seed)
@@ -143,6 +152,10 @@ def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:
 
 def save_weights(arrays: dict[str, NDArray[Any]], config: InductionConfig, path: Path = DATA_PATH) -> Path:
     """Write the arrays and the config (``config`` ints, ``learning_rate``) to a compressed ``.npz``."""
+    check_instance("config", config, InductionConfig, "an induction.InductionConfig, e.g. InductionConfig()")
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of name -> NumPy array, got {type(arrays).__name__}")
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ints = np.array([getattr(config, name) for name in CONFIG_FIELDS], dtype=np.int64)
     contents: dict[str, Any] = {"config": ints, "learning_rate": np.array(config.learning_rate), **arrays}
@@ -193,6 +206,13 @@ def head_writes(layer: MultiHead, x: Array, allowed: NDArray[np.bool_]) -> tuple
     Head ``i`` reads all of ``x`` (through its columns of ``wq``, ``wk``, ``wv``) and writes through
     its ``d_h`` rows of ``wo``; the layer's output is the sum of the ``h`` writes.
     """
+    check_instance("layer", layer, MultiHead, "a mha_numpy.MultiHead")
+    B, T, _ = check_layer_inputs(x, x, layer.width, layer.dtype, "numpy", names=("x", "x"))
+    layer_mask(allowed, B, layer.heads, T, T, "numpy")
+    return _head_writes(layer, x, allowed)
+
+
+def _head_writes(layer: MultiHead, x: Array, allowed: NDArray[np.bool_] | None) -> tuple[Array, Array]:
     q = split_heads(x @ layer.wq, layer.heads)  # (B, T, D) -> (B, h, T, d_h)
     k = split_heads(x @ layer.wk, layer.heads)
     v = split_heads(x @ layer.wv, layer.heads)
@@ -225,7 +245,7 @@ def run(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]]
     x = model.token_embedding[tokens] + model.position_embedding[:T]  # (B, T, D): the residual stream
     weights: list[Array] = []
     for i, layer in enumerate(model.layers):
-        writes, w = head_writes(layer, x, allowed)
+        writes, w = _head_writes(layer, x, allowed)
         kept = [head for head in range(layer.heads) if (i, head) not in off]
         x = x + writes[:, kept].sum(axis=1)  # each kept head adds what it writes
         weights.append(w)
@@ -253,7 +273,7 @@ def composition_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array
     allowed = causal_mask(T)
     x0 = model.token_embedding[tokens] + model.position_embedding[:T]
     first, last = model.layers
-    writes, _ = head_writes(first, x0, allowed)  # (B, h, T, D)
+    writes, _ = _head_writes(first, x0, allowed)  # (B, h, T, D)
     x1 = x0 + writes.sum(axis=1)  # what the last layer reads
 
     def scores(x_query: Array, x_key: Array) -> Array:

@@ -29,7 +29,7 @@ from lessons_lib.toy_task import (
     make_batch,
     token_labels,
 )
-from lessons_lib.validation import check_array, check_int, divisors, head_width
+from lessons_lib.validation import check_array, check_instance, check_int, divisors, head_width
 
 Array = NDArray[np.floating]
 
@@ -104,11 +104,16 @@ def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
 
 def embed(model: ToyHeads, tokens: NDArray[np.integer]) -> Array:
     """``tokens (B, T)`` -> layer input ``x (B, T, D)`` = token embedding + position embedding."""
-    if np.ndim(tokens) != 2 or np.shape(tokens)[1] != model.config.length:
+    check_instance("model", model, ToyHeads, "the trained layer from inspect_heads.load_toy_heads()")
+    check_array("tokens", tokens, "numpy", "(B, T)", floating=False)
+    if tokens.dtype.kind not in "iu" or np.shape(tokens)[1] != model.config.length:
         raise ValueError(
-            f"tokens must be (B, T) with T={model.config.length} positions (the trained length), "
-            f"got shape {np.shape(tokens)}"
+            f"tokens must be integer ids (B, T) with T={model.config.length} positions (the trained length), "
+            f"got {tokens.dtype} {np.shape(tokens)}"
         )
+    vocab = model.token_embedding.shape[0]
+    if tokens.size and not 0 <= tokens.min() <= tokens.max() < vocab:
+        raise ValueError(f"token ids must be in 0 .. {vocab - 1}, got {tokens.min()} .. {tokens.max()}")
     x: Array = model.token_embedding[tokens] + model.position_embedding  # (B, T, D)
     return x
 
@@ -157,6 +162,8 @@ def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Arr
 
 def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]:
     """Name each head by the relationship holding at least ``threshold`` of its weight, else "mixed"."""
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be a share of the weight, in (0, 1], got {threshold!r}")
     names = list(behaviour)
     table = np.stack([behaviour[name] for name in names])  # (relationships, h)
     best = table.argmax(axis=0)
@@ -168,6 +175,7 @@ def trained_behaviour(result: TrainResult) -> dict[str, Any]:
 
     Returns ``{"weight_on": {"previous": [h floats], "next": [...], "marker": [...]}}``, JSON-ready.
     """
+    check_instance("result", result, TrainResult, "a toy_task.TrainResult, as toy_task.train returns")
     c = result.config
     a = {name: value.astype(np.float64) for name, value in result.arrays.items()}
     layer = MultiHead.from_weights(a["wq"], a["wk"], a["wv"], a["wo"], c.heads)
@@ -300,12 +308,19 @@ def split_layout(length: int, width: int, heads: int, mode: str) -> NDArray[np.i
 
 def features_per_head(layout: NDArray[np.integer], heads: int) -> list[list[int]]:
     """For a `split_layout` ``(T, D)``: the sorted input features each head receives."""
+    _check_layout(layout, heads)
     return [sorted({int(f) for f in np.nonzero(layout == i)[1]}) for i in range(heads)]
 
 
 def tokens_per_head(layout: NDArray[np.integer], heads: int) -> list[list[int]]:
     """For a `split_layout` ``(T, D)``: the sorted token positions each head receives."""
+    _check_layout(layout, heads)
     return [sorted({int(t) for t in np.nonzero(layout == i)[0]}) for i in range(heads)]
+
+
+def _check_layout(layout: Any, heads: Any) -> None:
+    check_array("layout", layout, "numpy", "(T, D)", floating=False)
+    check_int("heads", heads, symbol="h")
 
 
 def weight_entries(B: int, h: int, T: int, S: int) -> int:

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from lessons_lib.gqa_numpy import GroupedQueryAttention
 from lessons_lib.mha_numpy import causal_mask
-from lessons_lib.validation import check_array, check_int, divisors, group_size, head_width
+from lessons_lib.validation import check_array, check_instance, check_int, divisors, group_size, head_width
 
 Array = NDArray[np.floating[Any]]
 
@@ -131,6 +131,7 @@ class ModelPreset:
     sliding_window: int | None = None
 
     def __post_init__(self) -> None:
+        check_int("layers", self.layers)
         head_width(self.hidden_size, self.heads)
         group_size(self.heads, self.kv_heads)
         if self.sliding_window is not None:
@@ -180,6 +181,7 @@ def cache_bytes(
     A preset with a ``sliding_window`` keeps at most that many tokens per sequence;
     ``windowed=False`` counts every token, as if the model had no window.
     """
+    check_instance("preset", preset, ModelPreset, "a kv_cache.ModelPreset, e.g. kv_cache.MODELS['Llama 2 7B']")
     kv_heads = preset.kv_heads if kv_heads is None else kv_heads
     group_size(preset.heads, kv_heads)
     if not isinstance(windowed, bool):
@@ -202,7 +204,8 @@ def ladder(
     ``kv_heads`` defaults to the model's own. The label of the middle row names its kind. Every row
     keeps the preset's sliding window (if any) unless ``windowed=False``; see `cache_bytes`.
     """
-    chosen = preset.kv_heads if kv_heads is None else int(kv_heads)
+    check_instance("preset", preset, ModelPreset, "a kv_cache.ModelPreset, e.g. kv_cache.MODELS['Llama 2 7B']")
+    chosen = preset.kv_heads if kv_heads is None else check_int("kv_heads", kv_heads, symbol="h_kv")
     rows = [("MHA", preset.heads), (f"chosen ({attention_kind(preset.heads, chosen)})", chosen), ("MQA", 1)]
     return [(label, n, cache_bytes(preset, tokens, batch, n, bytes_per_element, windowed)) for label, n in rows]
 
@@ -233,6 +236,7 @@ class KVCache:
         """Add ``k, v (B, h_kv, t_new, d_h)`` to layer ``layer``; return the full ``(B, h_kv, t, d_h)``."""
         layer = check_int("layer", layer, low=0, high=self.layers - 1)
         check_array("k", k, "numpy", "(B, h_kv, t_new, d_h)")
+        check_array("v", v, "numpy", "(B, h_kv, t_new, d_h)")
         if v.shape != k.shape:
             raise ValueError(f"k and v must have the same shape, got k {k.shape} and v {v.shape}")
         old_k, old_v = self.keys[layer], self.values[layer]
@@ -258,10 +262,23 @@ class KVCache:
         return f"KVCache(layers={self.layers}, tokens={len(self)}, nbytes={self.nbytes})"
 
 
-def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array) -> None:
+def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array, name: str = "x") -> None:
+    """``layers``: a list (or tuple) of NumPy ``GroupedQueryAttention`` layers; ``x (B, T, D)`` with ``T >= 1``."""
+    if isinstance(layers, GroupedQueryAttention) or not isinstance(layers, (list, tuple)):
+        raise TypeError(
+            f"layers must be a list of GroupedQueryAttention layers (the stack, in order), got "
+            f"{type(layers).__name__}; for one layer pass [layer]"
+        )
     if len(layers) == 0:
         raise ValueError("layers must hold at least one GroupedQueryAttention layer")
-    check_array("x", x, "numpy", "(B, T, D)")
+    for index, layer in enumerate(layers):
+        if not isinstance(layer, GroupedQueryAttention):
+            raise TypeError(
+                f"layers[{index}] must be a gqa_numpy.GroupedQueryAttention, got {type(layer).__name__}"
+            )
+    check_array(name, x, "numpy", "(B, T, D)")
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
 
 
 def decode_step(layers: Sequence[GroupedQueryAttention], x_new: Array, cache: KVCache) -> Array:
@@ -272,7 +289,9 @@ def decode_step(layers: Sequence[GroupedQueryAttention], x_new: Array, cache: KV
     ``t_new > 1`` processes a prompt in one go ("prefill"); ``t_new = 1`` is one decoding step.
     Returns the stack's output for the new tokens, ``(B, t_new, D)``.
     """
-    _check_stack(layers, x_new)
+    _check_stack(layers, x_new, "x_new")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache (make one with KVCache(len(layers))), got {type(cache).__name__}")
     if cache.layers != len(layers):
         raise ValueError(f"cache has {cache.layers} layers but the stack has {len(layers)}")
     t_new = x_new.shape[1]

@@ -19,11 +19,13 @@ from numpy.typing import DTypeLike, NDArray
 from lessons_lib.validation import (
     causal_sizes,
     check_array,
+    check_finite,
     check_float_dtype,
     check_int,
     check_layer_inputs,
     check_qkv,
     check_same_dtype,
+    check_seed,
     check_weight,
     head_width,  # public here too: d_h = D / h, ValueError unless h divides D (lesson 02)
     layer_mask,
@@ -45,7 +47,23 @@ __all__ = [
 
 
 def softmax(scores: Array, axis: int = -1) -> Array:
-    """Softmax along ``axis``; subtracting the row maximum keeps ``exp`` from overflowing."""
+    """Softmax along ``axis``; subtracting the row maximum keeps ``exp`` from overflowing.
+
+    ``scores`` may hold ``-inf`` (a blocked position: weight 0), but not NaN or ``+inf``, and no row
+    may be all ``-inf`` (its softmax would be 0/0): both raise ``ValueError``.
+    """
+    check_array("scores", scores, "numpy", "(..., S)")
+    axis = check_int("axis", axis, low=-scores.ndim, high=scores.ndim - 1)
+    check_finite("scores", scores, allow_minus_inf=True)
+    if scores.shape[axis] == 0 or np.isneginf(scores).all(axis=axis).any():
+        raise ValueError(
+            f"scores {scores.shape} has a row along axis {axis} that is empty or all -inf, so its softmax would "
+            f"be 0/0 = NaN; every row needs at least one finite score"
+        )
+    return _softmax(scores, axis)
+
+
+def _softmax(scores: Array, axis: int) -> Array:
     shifted = scores - scores.max(axis=axis, keepdims=True)
     exps: Array = np.exp(shifted)
     weights: Array = exps / exps.sum(axis=axis, keepdims=True)
@@ -87,7 +105,7 @@ def _attention(q: Array, k: Array, v: Array, allowed: Mask | None) -> tuple[Arra
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., T, d) @ (..., d, S) -> (..., T, S)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)  # a blocked position gets weight exp(-inf) = 0
-    weights = softmax(scores, axis=-1)  # (..., T, S)
+    weights = _softmax(scores, axis=-1)  # (..., T, S)
     return weights @ v, weights  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
 
 
@@ -122,7 +140,7 @@ def init_weights(width: int, seed: int = 0) -> dict[str, NDArray[np.float64]]:
     Entries are uniform in ``[-1/sqrt(D), 1/sqrt(D)]`` (the range ``nn.Linear`` uses), drawn in
     the order wq, wk, wv, wo. `mha_torch.MultiHead` copies these same numbers, transposed.
     """
-    width = check_int("width", width, symbol="D")
+    width, seed = check_int("width", width, symbol="D"), check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     bound = 1.0 / math.sqrt(width)
     return {name: rng.uniform(-bound, bound, size=(width, width)) for name in ("wq", "wk", "wv", "wo")}

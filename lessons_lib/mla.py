@@ -55,9 +55,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.mha_numpy import _attention, causal_mask, softmax
-from lessons_lib.rope import _rope
-from lessons_lib.validation import check_array, check_int, check_weight, check_width, layer_mask
+from lessons_lib.mha_numpy import _attention, _softmax, causal_mask
+from lessons_lib.rope import _check_base, _rope
+from lessons_lib.validation import (
+    check_array,
+    check_int,
+    check_layer_inputs,
+    check_seed,
+    check_weight,
+    layer_mask,
+)
 
 __all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "mla_cache_bytes"]
 
@@ -186,7 +193,7 @@ class LatentAttention:
         d_r = check_int("rope_width", rope_width, symbol="d_rope")
         if d_r % 2 != 0:
             raise ValueError(f"rope_width (d_rope) must be even because RoPE rotates pairs, got {d_r}")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed("seed", seed))
 
         def draw(shape: tuple[int, ...], fan_in: int) -> NDArray[np.float64]:
             bound = 1.0 / math.sqrt(fan_in)
@@ -199,7 +206,7 @@ class LatentAttention:
         self.w_q: Array = draw((h, D, d_n), D)
         self.w_qr: Array = draw((h, D, d_r), D)
         self.w_o: Array = draw((h, d_v, D), h * d_v)
-        self.base = float(base)
+        self.base = _check_base(base)
 
     @classmethod
     def from_weights(
@@ -238,7 +245,7 @@ class LatentAttention:
             raise ValueError(f"w_kr's width d_rope must be even because RoPE rotates pairs, got {d_r}")
         layer = cls.__new__(cls)
         layer.w_dkv, layer.w_uk, layer.w_uv, layer.w_kr = w_dkv, w_uk, w_uv, w_kr
-        layer.w_q, layer.w_qr, layer.w_o, layer.base = w_q, w_qr, w_o, float(base)
+        layer.w_q, layer.w_qr, layer.w_o, layer.base = w_q, w_qr, w_o, _check_base(base)
         return layer
 
     # Sizes, read from the weights so they can never disagree with them.
@@ -258,9 +265,8 @@ class LatentAttention:
     # ----- pieces shared by both routes -------------------------------------------------------
     def _check_x(self, name: str, x: Array, allowed: Mask | None = None) -> tuple[int, int, Mask | None]:
         """``x (B, T, D)`` in float64 and an optional self-attention mask; returns ``(B, T, mask)``."""
-        check_array(name, x, "numpy", "(B, T, D)", np.float64)
-        check_width(name, tuple(x.shape), self.width)
-        B, T = int(x.shape[0]), int(x.shape[1])
+        fix = f"LatentAttention computes in float64 only: convert the input with {name}.astype(np.float64)"
+        B, T, _ = check_layer_inputs(x, x, self.width, np.float64, "numpy", names=(name, name), dtype_fix=fix)
         return B, T, layer_mask(allowed, B, self.heads, T, T, "numpy")
 
     def compress(self, x: Array, positions: NDArray[np.integer]) -> tuple[Array, Array]:
@@ -318,7 +324,7 @@ class LatentAttention:
         ) / math.sqrt(self.nope_width + self.rope_width)  # -> (B, h, T, S)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        weights = softmax(scores, axis=-1)
+        weights = _softmax(scores, axis=-1)
         context = weights @ cache.latent[:, None]  # (B, h, T, S) @ (B, 1, S, d_c) -> (B, h, T, d_c)
         return np.einsum("bhtc,hcd->btd", context, self.absorbed_output_weight), weights
 
@@ -344,6 +350,10 @@ class LatentAttention:
 
         The new tokens sit at positions ``cache.length .. cache.length + T_new - 1``.
         """
+        if not isinstance(cache, LatentCache):
+            raise TypeError(
+                f"cache must be a LatentCache (make one with layer.new_cache(B)), got {type(cache).__name__}"
+            )
         B, T_new, _ = self._check_x("x_new", x_new)
         if cache.latent.shape[0] != B:
             raise ValueError(f"cache holds batch size {cache.latent.shape[0]} but x_new has B={B}")

@@ -11,6 +11,8 @@ Lesson 07 uses it to show why latent attention (MLA) keeps the rotary part of th
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,8 +34,10 @@ def _check_features(d: int) -> int:
 
 
 def _check_base(base: float) -> float:
-    if not base > 1.0:
-        raise ValueError(f"base must be greater than 1 (RoPE uses 10000), got base={base}")
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a number greater than 1 (RoPE uses 10000), got {type(base).__name__} {base!r}")
+    if not base > 1.0 or not math.isfinite(base):
+        raise ValueError(f"base must be a finite number greater than 1 (RoPE uses 10000), got base={base}")
     return float(base)
 
 

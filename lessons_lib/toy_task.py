@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_int, head_width
+from lessons_lib.validation import check_array, check_instance, check_int, check_seed, head_width
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import torch
@@ -79,6 +79,7 @@ class ToyConfig:
         head_width(self.width, self.heads)
         for name in ("symbols", "length", "steps", "batch"):
             check_int(f"ToyConfig.{name}", getattr(self, name), low=2)
+        check_seed("ToyConfig.seed", self.seed)
 
     @property
     def vocab(self) -> int:
@@ -94,7 +95,7 @@ def make_batch(
     The same ``seed`` gives the same batch on every machine (NumPy's PCG64 stream is stable).
     """
     batch = check_int("batch", batch, symbol="B")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     tokens = rng.integers(0, config.symbols, size=(batch, config.length))
     marker = rng.integers(0, config.length, size=batch)
     tokens[np.arange(batch), marker] += config.symbols  # mark one token per sequence
@@ -103,18 +104,32 @@ def make_batch(
 
 def token_labels(tokens: NDArray[np.integer], symbols: int) -> list[str]:
     """Display labels for one sequence ``tokens (T,)``: ``a b c`` plain, ``A B C`` marked."""
+    _check_ids("tokens", tokens, "(T,)", 2 * check_int("symbols", symbols))
     return [chr(ord("A") + t - symbols) if t >= symbols else chr(ord("a") + t) for t in tokens]
 
 
 def targets(tokens: NDArray[np.integer], marker: NDArray[np.integer], symbols: int) -> NDArray[np.int64]:
     """What the model must name: ``(B, T, 3)`` symbols (previous, next, marker); ``-1`` = not scored."""
+    _check_ids("tokens", tokens, "(B, T)", 2 * check_int("symbols", symbols))
     B, T = tokens.shape
+    _check_ids("marker", marker, "(B,)", T)
+    if marker.shape != (B,):
+        raise ValueError(f"marker must have shape (B,) = ({B},), one marked position per sequence, got {marker.shape}")
     symbol = tokens % symbols  # (B, T): drop the mark
     out = np.full((B, T, 3), -1, dtype=np.int64)
     out[:, 1:, 0] = symbol[:, :-1]  # previous token
     out[:, :-1, 1] = symbol[:, 1:]  # next token
     out[:, :, 2] = symbol[np.arange(B), marker][:, None]  # the marked token, at every position
     return out
+
+
+def _check_ids(name: str, ids: Any, layout: str, limit: int) -> None:
+    """Integer ids laid out as ``layout``, each in ``0 .. limit - 1``."""
+    check_array(name, ids, "numpy", layout, floating=False)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
+    if ids.size and not 0 <= ids.min() <= ids.max() < limit:
+        raise ValueError(f"{name} must be in 0 .. {limit - 1}, got {ids.min()} .. {ids.max()}")
 
 
 @dataclass
@@ -163,6 +178,7 @@ def train(config: ToyConfig = ToyConfig()) -> TrainResult:
     """Train on fresh random batches with Adam; CPU, seeded. Returns NumPy ``(in, out)`` arrays."""
     import torch
 
+    check_instance("config", config, ToyConfig, "a toy_task.ToyConfig, e.g. ToyConfig(heads=4)")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: one thread is faster and gives the same numbers everywhere
     try:
@@ -214,6 +230,8 @@ def _train(config: ToyConfig) -> TrainResult:
 
 def save_weights(result: TrainResult, path: Path = DATA_PATH) -> Path:
     """Write the trained arrays and the config to a compressed ``.npz`` (a few kilobytes)."""
+    check_instance("result", result, TrainResult, "a toy_task.TrainResult, as toy_task.train returns")
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     c = result.config
     sizes = np.array([c.symbols, c.length, c.width, c.heads, c.steps, c.batch, c.seed], dtype=np.int64)
@@ -229,6 +247,11 @@ def save_weights(result: TrainResult, path: Path = DATA_PATH) -> Path:
 
 def config_from_sizes(sizes: NDArray[np.integer], learning_rate: float) -> ToyConfig:
     """Rebuild the `ToyConfig` stored in a weights file (see `save_weights`)."""
+    if np.shape(sizes) != (7,):
+        raise ValueError(
+            f"sizes must hold the 7 numbers save_weights stores (symbols, length, width, heads, steps, batch, "
+            f"seed), got shape {np.shape(sizes)}: the file was not written by toy_task.save_weights"
+        )
     symbols, length, width, heads, steps, batch, seed = (int(n) for n in sizes)
     return ToyConfig(symbols, length, width, heads, steps, batch, float(learning_rate), seed)
 

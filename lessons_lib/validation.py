@@ -11,6 +11,7 @@ does and arithmetic on it never overflows a fixed-width integer.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -36,9 +37,19 @@ def check_int(name: str, value: Any, low: int | None = 1, high: int | None = Non
 
 
 def divisors(n: int) -> list[int]:
-    """The positive divisors of ``n``, smallest first: the valid ``h`` for ``D = n``, or ``h_kv`` for ``h = n``."""
+    """The positive divisors of ``n``, smallest first: the valid ``h`` for ``D = n``, or ``h_kv`` for ``h = n``.
+
+    Pairs ``m, n // m`` with ``m <= sqrt(n)``: ``sqrt(n)`` steps, so ``n = 2**40`` takes a second, not days.
+    """
     n = check_int("n", n)
-    return [m for m in range(1, n + 1) if n % m == 0]
+    small = [m for m in range(1, math.isqrt(n) + 1) if n % m == 0]
+    large = [n // m for m in reversed(small) if m * m != n]
+    return small + large
+
+
+def check_seed(name: str, seed: Any) -> int:
+    """A random seed: ``TypeError`` unless an int, ``ValueError`` if negative (NumPy refuses those)."""
+    return check_int(name, seed, low=0)
 
 
 def causal_sizes(T: Any, S: Any) -> tuple[int, int]:
@@ -93,12 +104,24 @@ def _rank(layout: str) -> tuple[int, bool]:
 
 
 def check_array(
-    name: str, array: Any, library: Library, layout: str, dtype: Any = None, floating: bool = True
+    name: str,
+    array: Any,
+    library: Library,
+    layout: str,
+    dtype: Any = None,
+    floating: bool = True,
+    dtype_fix: str | None = None,
 ) -> None:
     """One array argument: an array of ``library``, floating point unless ``floating=False`` (and of
-    ``dtype`` when given), with the axes ``layout`` names, e.g. ``"(B, T, D)"`` or ``"(..., T, d)"``."""
+    ``dtype`` when given), with the axes ``layout`` names, e.g. ``"(B, T, D)"`` or ``"(..., T, d)"``.
+
+    ``dtype_fix`` replaces the advice given for a wrong dtype (e.g. for a layer that has one dtype only).
+    """
     if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
-        raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+        raise TypeError(
+            f"{name} must be an array, got {type(array).__name__}; make one first, e.g. np.asarray({name}) "
+            f"(or torch.tensor({name}) for a PyTorch function)"
+        )
     check_library(name, array, library)
     if floating and not _is_float(array):
         raise TypeError(
@@ -106,31 +129,113 @@ def check_array(
             f"convert it first, e.g. with .astype(float) or .float()"
         )
     if dtype is not None and array.dtype != dtype:
-        raise TypeError(
-            f"{name} has dtype {array.dtype} but the layer's weights are {dtype}; convert the input, "
-            f"or build the layer with dtype={array.dtype} (a PyTorch layer: layer.to({array.dtype}))"
+        fix = dtype_fix or (
+            f"convert the input, or build the layer with dtype={array.dtype} (a PyTorch layer: layer.to({array.dtype}))"
         )
+        raise TypeError(f"{name} has dtype {array.dtype} but the layer's weights are {_dtype_name(dtype)}; {fix}")
     rank, exact = _rank(layout)
     shape = tuple(array.shape)
     if len(shape) < rank or (exact and len(shape) != rank):
         need = f"exactly {rank}" if exact else f"at least {rank}"
+        axes = "axis" if rank == 1 else "axes"
         raise ValueError(
-            f"{name} must have {need} axes, laid out as {layout}; got shape {shape} with {len(shape)} axes"
+            f"{name} must have {need} {axes}, laid out as {layout}; got shape {shape} with {len(shape)} "
+            f"{'axis' if len(shape) == 1 else 'axes'}"
         )
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``np.float64`` (a class), ``np.dtype('float64')`` and ``torch.float64`` as people write them."""
+    import numpy as np
+
+    return str(dtype) if _is_torch(dtype) else str(np.dtype(dtype))
 
 
 def check_library(name: str, array: Any, library: Library) -> None:
     """``TypeError`` if ``array`` comes from the other library (``library``: "numpy" or "torch")."""
-    if _is_torch(array) != (library == "torch"):
-        wanted, fix, other = (
-            ("torch.Tensor", "torch.from_numpy(x)", "NumPy")
-            if library == "torch"
-            else ("NumPy array", "x.detach().numpy()", "PyTorch")
-        )
+    if _is_torch(array) == (library == "torch"):
+        return
+    if library == "torch":
         raise TypeError(
-            f"{name} must be a {wanted} here, got {type(array).__name__}; convert it with {fix}, "
-            f"or use the {other} twin of this module (mha_numpy / mha_torch, gqa_numpy / gqa_torch)"
+            f"{name} must be a torch.Tensor here, got {type(array).__name__}; convert it with "
+            f"torch.from_numpy({name}), or use the NumPy twin of this module (mha_numpy, gqa_numpy, block_numpy)"
         )
+    raise TypeError(
+        f"{name} must be a NumPy array here, got {type(array).__name__}; convert it with {name}.detach().numpy(). "
+        f"Only mha_numpy, gqa_numpy and block_numpy have PyTorch twins (mha_torch, gqa_torch, block_torch); "
+        f"mla, rope, efficient and induction are NumPy only"
+    )
+
+
+def check_finite(name: str, array: Any, allow_minus_inf: bool = False) -> None:
+    """``ValueError`` naming the first NaN or infinite entry of ``array`` (NumPy or torch).
+
+    Attention turns one such entry into NaN outputs without a word, so the input is refused at the
+    boundary. ``allow_minus_inf``: scores may hold ``-inf`` (a masked position), never NaN or ``+inf``.
+    """
+    if _is_torch(array):
+        import torch
+
+        values = array.detach()
+        bad = ~torch.isfinite(values)
+        if allow_minus_inf:
+            bad &= ~torch.isneginf(values)
+        if not bool(bad.any()):
+            return
+        first = tuple(int(i) for i in bad.nonzero()[0])
+        count, value = int(bad.sum()), float(values[first])
+    else:
+        import numpy as np
+
+        bad = ~np.isfinite(array)
+        if allow_minus_inf:
+            bad &= ~np.isneginf(array)
+        if not bad.any():
+            return
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        count, value = int(bad.sum()), float(array[first])
+    kind = "NaN" if math.isnan(value) else f"{value}"
+    more = f" ({count} non-finite entries in all)" if count > 1 else ""
+    raise ValueError(
+        f"{name} contains {kind} at index {first}{more}; attention would spread it into NaN outputs without a "
+        f"word. Find where it came from (a division by zero, an overflow, the log of 0) and fix it there"
+    )
+
+
+def check_relative_error_inputs(output: Any, reference: Any, library: Library) -> None:
+    """``output`` and ``reference``: arrays of ``library`` of one shape, the reference not all zeros."""
+    check_array("output", output, library, "(...)")
+    check_array("reference", reference, library, "(...)")
+    if tuple(output.shape) != tuple(reference.shape):
+        raise ValueError(
+            f"output and reference must have the same shape, got {tuple(output.shape)} and {tuple(reference.shape)}"
+        )
+    if not bool((reference != 0).any()):
+        raise ValueError("reference is all zeros: an error relative to it is undefined (it would divide by 0)")
+
+
+def check_norm_inputs(x: Any, gain: Any, bias: Any, eps: Any, library: Library) -> None:
+    """A normalisation's ``x (..., D)``, ``gain (D,)``, optional ``bias (D,)`` and ``eps > 0``."""
+    check_array("x", x, library, "(..., D)")
+    D = int(x.shape[-1])
+    for name, vector in (("gain", gain), ("bias", bias)):
+        if vector is None and name == "bias":
+            continue
+        check_array(name, vector, library, "(D,)")
+        if tuple(vector.shape) != (D,):
+            raise ValueError(
+                f"{name} must have shape (D,) = ({D},), one entry per feature of x, got {tuple(vector.shape)}"
+            )
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a small positive float such as 1e-5, got {type(eps).__name__} {eps!r}")
+    if not float(eps) > 0:
+        raise ValueError(f"eps must be positive (it keeps the normalisation from dividing by zero), got eps={eps}")
+
+
+def check_instance(name: str, value: Any, kind: type | tuple[type, ...], example: str) -> None:
+    """``TypeError`` unless ``value`` is a ``kind``; ``example`` says how to make one."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {example}, got {type(value).__name__}")
 
 
 def check_float_dtype(dtype: Any, library: Library) -> Any:
@@ -184,6 +289,13 @@ def check_qkv(q: Any, k: Any, v: Any, allowed: Any, library: Library) -> None:
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same source length S, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     check_source_length("k", k.shape)
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"q and k have no features (d=0, q {tuple(q.shape)}): every score would be 0/sqrt(0) = NaN; "
+            f"queries and keys need at least one feature"
+        )
+    for name, array in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, array)
     leading = [tuple(a.shape[:-2]) for a in (q, k, v)]
     for axis in range(1, max(len(lead) for lead in leading) + 1):
         if len({lead[-axis] for lead in leading if len(lead) >= axis} - {1}) > 1:
@@ -249,13 +361,29 @@ def check_rows_allowed(allowed: Any) -> None:
 
 
 # ----- layer arguments -----------------------------------------------------------------------
-def check_layer_inputs(query: Any, context: Any, width: int, dtype: Any, library: Library) -> tuple[int, int, int]:
-    """A layer call's ``query (B, T, D)`` and ``context (B, S, D)``; returns ``(B, T, S)``."""
-    check_array("query", query, library, "(B, T, D)", dtype)
-    check_array("context", context, library, "(B, S, D)", dtype)
-    for name, shape in (("query", tuple(query.shape)), ("context", tuple(context.shape))):
+def check_layer_inputs(
+    query: Any,
+    context: Any,
+    width: int,
+    dtype: Any,
+    library: Library,
+    names: tuple[str, str] = ("query", "context"),
+    dtype_fix: str | None = None,
+) -> tuple[int, int, int]:
+    """A layer call's ``query (B, T, D)`` and ``context (B, S, D)``; returns ``(B, T, S)``.
+
+    ``names`` are the arguments' names in messages (a self-attention layer passes its ``x`` twice);
+    ``dtype_fix`` as in `check_array`.
+    """
+    q_name, c_name = names
+    check_array(q_name, query, library, "(B, T, D)", dtype, dtype_fix=dtype_fix)
+    check_array(c_name, context, library, "(B, S, D)", dtype, dtype_fix=dtype_fix)
+    for name, shape in ((q_name, tuple(query.shape)), (c_name, tuple(context.shape))):
         check_width(name, shape, width)
-    check_source_length("context", context.shape)
+    check_source_length(c_name, context.shape)
+    check_finite(q_name, query)
+    if context is not query:
+        check_finite(c_name, context)
     if query.shape[0] != context.shape[0]:
         raise ValueError(
             f"query and context must have the same batch size B, got {query.shape[0]} and {context.shape[0]}"

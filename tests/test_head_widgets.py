@@ -60,6 +60,8 @@ def test_every_widget_displays_its_box_with_a_clean_text_form(widget: LessonWidg
     text = bundle["text/plain"]
     assert text == repr(widget)
     assert text.startswith(f"{type(widget).__name__}(") and "children=" not in text
+    note = bundle["text/html"]
+    assert "live widget" in note and "launch it on Binder" in note and type(widget).__name__ in note
     first = next(iter(widget.controls))
     assert f"{first}={widget.controls[first].value!r}" in text
 

@@ -196,7 +196,8 @@ MINUTES = re.compile(r"\b\d+(\s*-\s*\d+)?\s*min", re.IGNORECASE)
 def exercise_problems(nb: Notebook) -> list[str]:
     """Every "Your turn" exercise is: a markdown prompt saying how long it takes, a blank code cell
     tagged ``exercise``, a cell tagged ``check`` that reports "not answered yet", and a collapsed
-    cell tagged ``solution`` whose checker reports "correct". 4 to 6 of them per lesson."""
+    cell tagged ``solution`` (and ``hide-input``, which collapses it on the website) whose checker
+    reports "correct". 4 to 6 of them per lesson."""
     cells = nb["cells"]
     problems = []
     starts = [i for i, cell in enumerate(cells) if "exercise" in tags(cell)]
@@ -221,6 +222,8 @@ def exercise_problems(nb: Notebook) -> list[str]:
             problems.append(f"{where}: its solution cell must report 'correct', got {solution_text[:120]!r}")
         if not solution.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
             problems.append(f"{where}: the solution cell must be collapsed (metadata jupyter.source_hidden = true)")
+        if "hide-input" not in tags(solution):
+            problems.append(f"{where}: the solution cell must also be tagged 'hide-input' (collapsed on the website)")
     return problems
 
 
@@ -315,7 +318,7 @@ def stream(text: str, name: str = "stdout") -> dict[str, Any]:
 def exercise(number: int, count: int) -> list[dict[str, Any]]:
     """One well-formed exercise: prompt, blank cell, check (not answered yet), collapsed solution."""
     text = f"answer_{number} = 2\nprint(check(answer_{number}))"
-    solution = code(text, count + 2, [stream("[q] correct: 2\n")], ["solution"])
+    solution = code(text, count + 2, [stream("[q] correct: 2\n")], ["solution", "hide-input"])
     solution["metadata"]["jupyter"] = {"source_hidden": True}
     return [
         markdown(f"**Your turn {number}** (about 5 min): what is 1 + 1?"),
@@ -431,6 +434,10 @@ def expanded_solution(nb: Notebook) -> None:
     nb["cells"][exercise_cells(nb)[0] + 2]["metadata"].pop("jupyter")
 
 
+def solution_open_on_the_website(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] + 2]["metadata"]["tags"] = ["solution"]
+
+
 def check_says_correct(nb: Notebook) -> None:
     nb["cells"][exercise_cells(nb)[0] + 1]["outputs"] = [stream("[q] correct: 2\n")]
 
@@ -488,6 +495,7 @@ BROKEN = [
     ("exercises", fill_an_exercise),
     ("exercises", no_minutes),
     ("exercises", expanded_solution),
+    ("exercises", solution_open_on_the_website),
     ("exercises", check_says_correct),
     ("exercises", solution_says_not_yet),
     ("exercises", drop_a_check_cell),

@@ -55,6 +55,7 @@ def check_materialised_entries(answer: Any, *, B: int, h: int, T: int, S: int) -
     by the shared `check_weight_entries`, unless its message would name the formula or the number.
     """
     question = "weight entries"
+    B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
     if answer is None:
         return unanswered(question, "replace None with one whole number: how many numbers the weights tensor holds")
     verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)

@@ -33,6 +33,7 @@ from lessons_lib.checks import (
     reference_array,
     same,
 )
+from lessons_lib.validation import check_int
 
 __all__ = [
     "check_absorbed_query_weight",
@@ -105,6 +106,10 @@ def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = No
     wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
     wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
     wuv = None if w_uv is None else reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
+    if wq.shape[0] != wuk.shape[0] or wq.shape[2] != wuk.shape[2]:
+        raise ValueError(
+            f"w_q (h, D, d_nope) and w_uk (h, d_c, d_nope) must agree on h and d_nope, got {wq.shape} and {wuk.shape}"
+        )
     a = array_answer(question, answer, "an array of shape (h, D, d_c): one absorbed query matrix per head")
     if isinstance(a, Verdict):
         return a
@@ -221,6 +226,11 @@ def check_mla_cache_elements(
     rotary key counted per head, and one layer instead of all.
     """
     question = "MLA cache"
+    layers, latent_width, rope_width, kv_heads, head_dim = (
+        check_int(name, value) for name, value in (("layers", layers), ("latent_width", latent_width),
+                                                   ("rope_width", rope_width), ("kv_heads", kv_heads),
+                                                   ("head_dim", head_dim))
+    )
     a = int_answer(question, answer, "one whole number: the numbers cached per token, summed over all layers")
     if isinstance(a, Verdict):
         return a
@@ -270,6 +280,9 @@ def check_equivalent_kv_heads(
     """
     question = "GQA equivalent"
     what = "one number (it need not be whole): the KV heads of width d_h a GQA cache would need"
+    latent_width, rope_width = check_int("latent_width", latent_width), check_int("rope_width", rope_width)
+    head_dim = check_int("head_dim", head_dim)
+    kv_heads = None if kv_heads is None else check_int("kv_heads", kv_heads)
     a = number_answer(question, answer, what)
     if isinstance(a, Verdict):
         return a
@@ -312,6 +325,9 @@ def check_absorbed_score_cost(
     multiplies and adds counted separately (FLOPs).
     """
     question = "absorbed score cost"
+    sizes = {"heads": heads, "cached_tokens": cached_tokens, "latent_width": latent_width, "nope_width": nope_width,
+             "rope_width": rope_width, "layers": layers}
+    heads, cached_tokens, latent_width, nope_width, rope_width, layers = (check_int(n, v) for n, v in sizes.items())
     a = int_answer(question, answer, "one whole number: multiply-adds of one layer's absorbed scores for one query")
     if isinstance(a, Verdict):
         return a

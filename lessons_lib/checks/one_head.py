@@ -314,6 +314,12 @@ def check_cross_attention(answer: Any, asking: Any, read: Any, w_q: Any, w_k: An
     ask = reference_array("asking", asking, "(T, D)", rank=2)
     src = reference_array("read", read, "(S, D)", rank=2)
     wq, wk, wv = (reference_array(n, w, "(D, D)", rank=2) for n, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
+    D = ask.shape[1]
+    if src.shape[1] != D or any(w.shape != (D, D) for w in (wq, wk, wv)):
+        raise ValueError(
+            f"asking (T, D) and read (S, D) must share D, and w_q, w_k, w_v must be (D, D) = ({D}, {D}); got "
+            f"asking {ask.shape}, read {src.shape}, w_q {wq.shape}, w_k {wk.shape}, w_v {wv.shape}"
+        )
     a = array_answer(question, answer, "the cross-attention output, an array with one row per query")
     if isinstance(a, Verdict):
         return a

@@ -35,6 +35,7 @@ from lessons_lib.checks import (
     same,
     unanswered,
 )
+from lessons_lib.validation import check_array, head_width
 
 __all__ = [
     "HEAD_READS_QUESTION", "HEAD_WIDTH_QUESTION", "SPLIT_CASES", "check_head_reads", "check_head_width", "check_merge",
@@ -88,8 +89,9 @@ def _split(x: NDArray[Any], heads: int) -> NDArray[Any]:
 
 def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[Any], str]]:
     """The usual wrong ways to split ``x (B, T, D)`` into heads: name -> (result, explanation)."""
+    check_array("x", x, "numpy", "(B, T, D)", floating=False)
     B, T, D = x.shape
-    d_h = D // heads
+    d_h = head_width(D, heads)
     return {
         "direct reshape": (
             x.reshape(B, heads, T, d_h),
@@ -122,6 +124,7 @@ def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[A
 
 def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any], str]]:
     """The usual wrong ways to merge ``heads_out (B, h, T, d_h)`` back: name -> (result, explanation)."""
+    check_array("heads_out", heads_out, "numpy", "(B, h, T, d_h)", floating=False)
     B, h, T, d_h = heads_out.shape
     return {
         "direct reshape": (

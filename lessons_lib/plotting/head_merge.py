@@ -52,7 +52,7 @@ def wo_row_heads(h: int, d_h: int) -> NDArray[np.int64]:
 
 def _draw_grid(ax: Axes, head_ids: NDArray[np.int64], values: NDArray[np.generic], fmt: str, h: int) -> None:
     """``head_ids`` as colours, ``values`` written in the cells, a dark line between head blocks."""
-    cmap = ListedColormap(HEAD_COLOURS[:h])
+    cmap = ListedColormap(list(HEAD_COLOURS[:h]))  # a list: Matplotlib 3.8 misreads a tuple
     ax.imshow(head_ids, cmap=cmap, vmin=-0.5, vmax=h - 0.5, aspect="auto", interpolation="nearest")
     rows, cols = values.shape
     size = 8 if cols <= 8 else 6

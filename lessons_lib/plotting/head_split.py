@@ -75,7 +75,8 @@ def _with_gaps(blocks: NDArray[np.generic], axis: int) -> NDArray[np.float64]:
 
 def _draw_panel(ax: Axes, owners: NDArray[np.float64], labels: NDArray[np.float64], heads: int, title: str) -> None:
     """One arrangement: colour = the owning head of each entry, text = its label; NaN = a gap."""
-    cmap = ListedColormap(HEAD_COLOURS[:heads]).with_extremes(bad="white")
+    # a list: Matplotlib 3.8 misreads a tuple of colours
+    cmap = ListedColormap(list(HEAD_COLOURS[:heads])).with_extremes(bad="white")
     ax.imshow(owners, cmap=cmap, vmin=-0.5, vmax=heads - 0.5, aspect="auto",
               interpolation="nearest")
     for (r, c), label in np.ndenumerate(labels):

@@ -8,7 +8,8 @@ Every widget exposes the same three things:
 * ``.data``: name -> the plain values and arrays the widget shows now: each control's value under
   the control's name, then what is computed from them (text readouts included);
 * ``.ui``: the displayable ipywidgets box. Displaying the widget displays it; viewers that cannot
-  run widgets (GitHub, nbviewer) show its ``repr``, e.g. ``HeadExplorer(head=0, sequence=0, average=False)``.
+  run widgets show a short HTML note saying so (the website, GitHub, nbviewer) or its ``repr``,
+  e.g. ``HeadExplorer(head=0, sequence=0, average=False)``.
 
 A subclass supplies the controls and three steps: ``_compute`` (plain functions from
 `lessons_lib` turn the controls' values into ``.data``), ``_build`` (lay out the figure once, with
@@ -42,6 +43,13 @@ __all__ = ["DISPLAY_DPI", "PIXEL_DENSITY", "LessonWidget"]
 DISPLAY_DPI = 100  # CSS pixels per figure inch (the size on the page)
 PIXEL_DENSITY = 2  # PNG pixels per CSS pixel (a HiDPI screen shows 2 or more device pixels per CSS pixel)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Shown in place of the widget where no Python kernel runs it (the website, GitHub, nbviewer);
+# JupyterLab shows the live widget instead, because the widget view comes first in its order.
+STATIC_NOTE = (
+    '<div class="lesson-widget-note"><p><strong>A live widget is shown here</strong> when this lesson runs '
+    "with a Python kernel: launch it on Binder, or run it locally in JupyterLab, to move its controls. "
+    "The cell below drives it from code and prints what it shows.</p><p><code>{name}</code></p></div>"
+)
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
@@ -191,4 +199,5 @@ class LessonWidget(ABC):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle: dict[str, Any] = self.ui._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)  # what viewers without a widget manager show
+        bundle["text/html"] = STATIC_NOTE.format(name=html.escape(repr(self)))  # ... or, if they render HTML, this
         return bundle

@@ -127,7 +127,7 @@ class InductionExplorer(LessonWidget):
             "head": widgets.Dropdown(options=[(f"head {j}", j) for j in range(c.heads)], value=head,
                                      description="head"),
         }
-        super().__init__(controls, size=(9.2, 3.5), rows=[["sequence", "layer", "head"], ["tokens"]])
+        super().__init__(controls, size=(9.25, 3.5), rows=[["sequence", "layer", "head"], ["tokens"]])
 
     def _changed(self, name: str) -> None:
         if name == "sequence" and self.controls["sequence"].value != TYPED:

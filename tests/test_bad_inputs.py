@@ -1,0 +1,2261 @@
+"""The bad-input table: every public function, class and checker of `lessons_lib`, its bad inputs,
+and the exact error each one gets (type and whole message). This is where a maintainer looks first.
+
+- `BAD_INPUTS` below: one row per mistake, grouped by module. A row is the public name it
+  exercises, an id, the call, and what must come out: an exception of exactly that type with
+  exactly that message, or ``RETURNS`` for a checker (or helper) that must answer with that text
+  instead of raising (a checker always returns a verdict for whatever the learner hands in).
+- ``tests/test_errors.py`` holds the older table for `mha_numpy` / `mha_torch`, each row run against
+  both libraries; this table adds the rows that are specific to one module.
+- `ACCEPTED` lists inputs that look unusual but are right, and must keep working: NumPy integers
+  as sizes, float16/bfloat16 layers, non-contiguous input, a batch of 0, with and without autograd.
+- `test_every_public_name_has_a_row` fails when a public function or class has no row here (or
+  in ``tests/test_errors.py``): a new function comes with its bad inputs.
+
+Plotting functions and widgets are left out of the coverage rule: their errors are tested beside
+their pictures (``tests/test_*_plots.py``, ``tests/test_*widgets.py``).
+"""
+
+# The table calls public functions with wrong types on purpose; mypy would flag each such call.
+# mypy: disable-error-code="arg-type, list-item"
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from numpy.typing import NDArray
+
+from lessons_lib import (
+    block_numpy,
+    block_torch,
+    efficient,
+    gqa_numpy,
+    gqa_torch,
+    induction,
+    inspect_heads,
+    kv_cache,
+    mha_numpy,
+    mha_torch,
+    mla,
+    rope,
+    toy_task,
+)
+from lessons_lib.checks import (
+    concatenate_and_project,
+    efficient_attention,
+    grouped_query_attention,
+    heads_at_work,
+    inspecting_heads,
+    latent_attention,
+    matching_pytorch,
+    one_head,
+    splitting_into_heads,
+)
+
+torch.set_num_threads(1)  # tiny tensors: extra threads only add start-up cost
+
+x_np = np.random.default_rng(0).normal(size=(2, 4, 8))
+gqa_layer = gqa_numpy.GroupedQueryAttention(8, 4, 2, seed=0)
+induction_model = induction.load_induction_model()
+toy_model = inspect_heads.load_toy_heads()
+
+
+def with_nan(a: Any) -> NDArray[np.float64]:
+    """A float copy of ``a`` with one NaN in it (flat index 5, or the last entry)."""
+    b = np.array(a, dtype=float)
+    b.flat[min(5, b.size - 1)] = np.nan
+    return b
+
+
+def with_inf(a: Any) -> NDArray[np.float64]:
+    """A float copy of ``a`` with one +inf in it (flat index 3, or the last entry)."""
+    b = np.array(a, dtype=float)
+    b.flat[min(3, b.size - 1)] = np.inf
+    return b
+
+
+class RETURNS:
+    """Marks a row whose call must return (not raise) a value that prints as the given text."""
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One bad input of the public name ``function``: ``call()`` raises ``error`` with exactly
+    ``message`` (the tuple of strings is joined), or, for ``RETURNS``, returns that text."""
+
+    function: str
+    id: str
+    call: Callable[[], Any]
+    error: type
+    message: tuple[str, ...] | str
+
+    @property
+    def text(self) -> str:
+        return self.message if isinstance(self.message, str) else "".join(self.message)
+
+
+BAD_INPUTS = [
+    # ----- mha_numpy ---------------------------------------------------------------------------------
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_list",
+        lambda: mha_numpy.softmax([1.0, 2.0]),
+        TypeError,
+        (
+            "scores must be an array, got list; make one first, e.g. np.asarray(scores) (or "
+            "torch.tensor(scores) for a PyTorch function)"
+        ),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_nan",
+        lambda: mha_numpy.softmax(np.array([[1.0, np.nan]])),
+        ValueError,
+        (
+            "scores contains NaN at index (0, 1); attention would spread it into NaN outputs without "
+            "a word. Find where it came from (a division by zero, an overflow, the log of 0) and fix "
+            "it there"
+        ),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_plus_inf",
+        lambda: mha_numpy.softmax(np.array([[1.0, np.inf]])),
+        ValueError,
+        (
+            "scores contains inf at index (0, 1); attention would spread it into NaN outputs without "
+            "a word. Find where it came from (a division by zero, an overflow, the log of 0) and fix "
+            "it there"
+        ),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_row_all_minus_inf",
+        lambda: mha_numpy.softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])),
+        ValueError,
+        (
+            "scores (2, 2) has a row along axis -1 that is empty or all -inf, so its softmax would be "
+            "0/0 = NaN; every row needs at least one finite score"
+        ),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_empty_axis",
+        lambda: mha_numpy.softmax(np.zeros((2, 0))),
+        ValueError,
+        (
+            "scores (2, 0) has a row along axis -1 that is empty or all -inf, so its softmax would be "
+            "0/0 = NaN; every row needs at least one finite score"
+        ),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_axis_out_of_range",
+        lambda: mha_numpy.softmax(np.zeros((2, 3)), axis=2),
+        ValueError,
+        ("axis must be in -2 .. 1, got axis=2"),
+    ),
+    Bad(
+        "mha_numpy.softmax",
+        "softmax_int_scores",
+        lambda: mha_numpy.softmax(np.array([1, 2])),
+        TypeError,
+        (
+            "scores must hold floating-point numbers, got dtype int64; convert it first, e.g. with "
+            ".astype(float) or .float()"
+        ),
+    ),
+    Bad(
+        "mha_numpy.init_weights",
+        "init_weights_zero",
+        lambda: mha_numpy.init_weights(0),
+        ValueError,
+        ("width (D) must be positive, got width=0"),
+    ),
+    Bad(
+        "mha_numpy.init_weights",
+        "init_weights_negative_seed",
+        lambda: mha_numpy.init_weights(8, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "mha_numpy.init_weights",
+        "init_weights_float_seed",
+        lambda: mha_numpy.init_weights(8, seed=1.5),
+        TypeError,
+        ("seed must be an int, got float 1.5"),
+    ),
+    Bad(
+        "mha_numpy.head_width",
+        "head_width_not_divisor",
+        lambda: mha_numpy.head_width(10, 3),
+        ValueError,
+        (
+            "width D=10 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 10: [1, 2, 5, 10]"
+        ),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_negative_seed",
+        lambda: mha_numpy.MultiHead(8, 2, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_huge_width_not_divisible",
+        lambda: mha_numpy.MultiHead(10**8 + 1, 2),
+        ValueError,
+        (
+            "width D=100000001 is not divisible by heads h=2: every head needs the same width d_h = D "
+            "/ h. Choose heads from the divisors of 100000001: [1, 17, 5882353, 100000001]"
+        ),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_nan_query",
+        lambda: mha_numpy.MultiHead(8, 2)(with_nan(x_np)),
+        ValueError,
+        (
+            "query contains NaN at index (0, 0, 5); attention would spread it into NaN outputs "
+            "without a word. Find where it came from (a division by zero, an overflow, the log of 0) "
+            "and fix it there"
+        ),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_inf_context",
+        lambda: mha_numpy.MultiHead(8, 2)(x_np, with_inf(x_np)),
+        ValueError,
+        (
+            "context contains inf at index (0, 0, 3); attention would spread it into NaN outputs "
+            "without a word. Find where it came from (a division by zero, an overflow, the log of 0) "
+            "and fix it there"
+        ),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_bool_dtype",
+        lambda: mha_numpy.MultiHead(8, 2, dtype=bool),
+        TypeError,
+        ("dtype must be a floating-point type such as np.float32 or np.float64, got <class 'bool'>"),
+    ),
+    Bad(
+        "mha_numpy.MultiHead",
+        "multihead_from_weights_transposed_shape",
+        lambda: mha_numpy.MultiHead.from_weights(
+            np.ones((8, 6)), np.ones((8, 8)), np.ones((8, 8)), np.ones((8, 8)), heads=2
+        ),
+        ValueError,
+        ("wq must have shape (D, D) = (8, 8), got (8, 6)"),
+    ),
+    Bad(
+        "mha_numpy.attention",
+        "attention_zero_features",
+        lambda: mha_numpy.attention(np.zeros((2, 0)), np.zeros((3, 0)), np.zeros((3, 2))),
+        ValueError,
+        (
+            "q and k have no features (d=0, q (2, 0)): every score would be 0/sqrt(0) = NaN; queries "
+            "and keys need at least one feature"
+        ),
+    ),
+    Bad(
+        "mha_numpy.attention",
+        "attention_nan_key",
+        lambda: mha_numpy.attention(np.ones((2, 4)), with_nan(np.ones((3, 4))), np.ones((3, 4))),
+        ValueError,
+        (
+            "k contains NaN at index (1, 1); attention would spread it into NaN outputs without a "
+            "word. Find where it came from (a division by zero, an overflow, the log of 0) and fix it "
+            "there"
+        ),
+    ),
+    # ----- mha_torch ---------------------------------------------------------------------------------
+    Bad(
+        "mha_torch.attention",
+        "torch_attention_nan_query",
+        lambda: mha_torch.attention(torch.full((2, 4), float("nan")), torch.ones(3, 4), torch.ones(3, 4)),
+        ValueError,
+        (
+            "q contains NaN at index (0, 0) (8 non-finite entries in all); attention would spread it "
+            "into NaN outputs without a word. Find where it came from (a division by zero, an "
+            "overflow, the log of 0) and fix it there"
+        ),
+    ),
+    Bad(
+        "mha_torch.attention",
+        "torch_attention_zero_features",
+        lambda: mha_torch.attention(torch.zeros(2, 0), torch.zeros(3, 0), torch.zeros(3, 2)),
+        ValueError,
+        (
+            "q and k have no features (d=0, q (2, 0)): every score would be 0/sqrt(0) = NaN; queries "
+            "and keys need at least one feature"
+        ),
+    ),
+    Bad(
+        "mha_torch.MultiHead",
+        "torch_multihead_nan_query",
+        lambda: mha_torch.MultiHead(8, 2, dtype=torch.float64)(torch.from_numpy(with_nan(x_np))),
+        ValueError,
+        (
+            "query contains NaN at index (0, 0, 5); attention would spread it into NaN outputs "
+            "without a word. Find where it came from (a division by zero, an overflow, the log of 0) "
+            "and fix it there"
+        ),
+    ),
+    Bad(
+        "mha_torch.MultiHead",
+        "torch_multihead_numpy_dtype",
+        lambda: mha_torch.MultiHead(8, 2, dtype=np.float32),
+        TypeError,
+        ("dtype must be a floating-point type such as torch.float32 or torch.float64, got <class 'numpy.float32'>"),
+    ),
+    Bad(
+        "mha_torch.MultiHead",
+        "torch_multihead_negative_seed",
+        lambda: mha_torch.MultiHead(8, 2, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "mha_torch.causal_mask",
+        "torch_causal_mask_zero",
+        lambda: mha_torch.causal_mask(0),
+        ValueError,
+        ("causal_mask needs 0 < T <= S, got T=0, S=0"),
+    ),
+    Bad(
+        "mha_torch.split_heads",
+        "torch_split_heads_numpy_input",
+        lambda: mha_torch.split_heads(np.ones((1, 2, 4)), 2),
+        TypeError,
+        (
+            "x must be a torch.Tensor here, got ndarray; convert it with torch.from_numpy(x), or use "
+            "the NumPy twin of this module (mha_numpy, gqa_numpy, block_numpy)"
+        ),
+    ),
+    Bad(
+        "mha_torch.merge_heads",
+        "torch_merge_heads_rank_3",
+        lambda: mha_torch.merge_heads(torch.ones(1, 2, 4)),
+        ValueError,
+        ("x must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (1, 2, 4) with 3 axes"),
+    ),
+    # ----- gqa_numpy ---------------------------------------------------------------------------------
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_int64_dtype",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2, dtype=np.int64),
+        TypeError,
+        ("dtype must be a floating-point type such as np.float32 or np.float64, got <class 'numpy.int64'>"),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_bool_dtype",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2, dtype=bool),
+        TypeError,
+        ("dtype must be a floating-point type such as np.float32 or np.float64, got <class 'bool'>"),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_complex_dtype",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2, dtype=np.complex128),
+        TypeError,
+        ("dtype must be a floating-point type such as np.float32 or np.float64, got <class 'numpy.complex128'>"),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_kv_heads_not_divisor",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=4, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=4: [1, 2, 4]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_kv_heads_zero",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 0),
+        ValueError,
+        (
+            "kv_heads h_kv=0 must be a positive divisor of heads h=4, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=4: [1, 2, 4]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_huge_sizes_return_at_once",
+        lambda: gqa_numpy.GroupedQueryAttention(2**40, 2**40, 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=1099511627776, so that each "
+            "key/value head serves the same number g = h / h_kv of query heads. Valid choices for "
+            "h=1099511627776: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, "
+            "32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608, 16777216, "
+            "33554432, 67108864, 134217728, 268435456, 536870912, 1073741824, 2147483648, 4294967296, "
+            "8589934592, 17179869184, 34359738368, 68719476736, 137438953472, 274877906944, "
+            "549755813888, 1099511627776]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_nan_query",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2)(with_nan(x_np)),
+        ValueError,
+        (
+            "query contains NaN at index (0, 0, 5); attention would spread it into NaN outputs "
+            "without a word. Find where it came from (a division by zero, an overflow, the log of 0) "
+            "and fix it there"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_negative_seed",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2, seed=-3),
+        ValueError,
+        ("seed must be non-negative, got seed=-3"),
+    ),
+    Bad(
+        "gqa_numpy.GroupedQueryAttention",
+        "gqa_attend_wrong_kv_shape",
+        lambda: gqa_numpy.GroupedQueryAttention(8, 4, 2).attend(x_np, np.ones((2, 4, 3, 2)), np.ones((2, 4, 3, 2))),
+        ValueError,
+        ("k and v must both be (B, h_kv, S, d_h) with h_kv=2, d_h=2; got k (2, 4, 3, 2) and v (2, 4, 3, 2)"),
+    ),
+    Bad(
+        "gqa_numpy.from_multihead",
+        "from_multihead_not_a_layer",
+        lambda: gqa_numpy.from_multihead(np.ones((8, 8)), 2),
+        TypeError,
+        ("layer must be a mha_numpy.MultiHead, got ndarray"),
+    ),
+    Bad(
+        "gqa_numpy.from_multihead",
+        "from_multihead_bad_kv_heads",
+        lambda: gqa_numpy.from_multihead(mha_numpy.MultiHead(8, 4), 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=4, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=4: [1, 2, 4]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.kv_head_of_query",
+        "kv_head_of_query_not_divisor",
+        lambda: gqa_numpy.kv_head_of_query(8, 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.pool_kv_columns",
+        "pool_kv_columns_width_not_divisible",
+        lambda: gqa_numpy.pool_kv_columns(np.ones((8, 6)), 4, 2),
+        ValueError,
+        (
+            "width D=6 is not divisible by heads h=4: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 6: [1, 2, 3, 6]"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.pool_kv_columns",
+        "pool_kv_columns_torch_input",
+        lambda: gqa_numpy.pool_kv_columns(torch.ones(8, 8), 4, 2),
+        TypeError,
+        (
+            "w must be a NumPy array here, got Tensor; convert it with w.detach().numpy(). Only "
+            "mha_numpy, gqa_numpy and block_numpy have PyTorch twins (mha_torch, gqa_torch, "
+            "block_torch); mla, rope, efficient and induction are NumPy only"
+        ),
+    ),
+    Bad(
+        "gqa_numpy.relative_error",
+        "relative_error_shapes_differ",
+        lambda: gqa_numpy.relative_error(np.ones((2, 3)), np.ones((3, 2))),
+        ValueError,
+        ("output and reference must have the same shape, got (2, 3) and (3, 2)"),
+    ),
+    Bad(
+        "gqa_numpy.relative_error",
+        "relative_error_zero_reference",
+        lambda: gqa_numpy.relative_error(np.ones(3), np.zeros(3)),
+        ValueError,
+        ("reference is all zeros: an error relative to it is undefined (it would divide by 0)"),
+    ),
+    Bad(
+        "gqa_numpy.repeat_kv",
+        "repeat_kv_rank_3",
+        lambda: gqa_numpy.repeat_kv(np.ones((2, 3, 4)), 2),
+        ValueError,
+        ("kv must have exactly 4 axes, laid out as (B, h_kv, S, d_h); got shape (2, 3, 4) with 3 axes"),
+    ),
+    Bad(
+        "gqa_numpy.repeat_kv",
+        "repeat_kv_group_zero",
+        lambda: gqa_numpy.repeat_kv(np.ones((1, 2, 3, 4)), 0),
+        ValueError,
+        ("group_size (g = h / h_kv) must be positive, got group_size=0"),
+    ),
+    # ----- gqa_torch ---------------------------------------------------------------------------------
+    Bad(
+        "gqa_torch.GroupedQueryAttention",
+        "torch_gqa_int64_dtype",
+        lambda: gqa_torch.GroupedQueryAttention(8, 4, 2, dtype=torch.int64),
+        TypeError,
+        ("dtype must be a floating-point type such as torch.float32 or torch.float64, got torch.int64"),
+    ),
+    Bad(
+        "gqa_torch.GroupedQueryAttention",
+        "torch_gqa_numpy_dtype",
+        lambda: gqa_torch.GroupedQueryAttention(8, 4, 2, dtype=np.float32),
+        TypeError,
+        ("dtype must be a floating-point type such as torch.float32 or torch.float64, got <class 'numpy.float32'>"),
+    ),
+    Bad(
+        "gqa_torch.GroupedQueryAttention",
+        "torch_gqa_nan_query",
+        lambda: gqa_torch.GroupedQueryAttention(8, 4, 2, dtype=torch.float64)(torch.from_numpy(with_nan(x_np))),
+        ValueError,
+        (
+            "query contains NaN at index (0, 0, 5); attention would spread it into NaN outputs "
+            "without a word. Find where it came from (a division by zero, an overflow, the log of 0) "
+            "and fix it there"
+        ),
+    ),
+    Bad(
+        "gqa_torch.from_multihead",
+        "torch_from_multihead_numpy_layer",
+        lambda: gqa_torch.from_multihead(mha_numpy.MultiHead(8, 4), 2),
+        TypeError,
+        ("layer must be a mha_torch.MultiHead, got MultiHead"),
+    ),
+    Bad(
+        "gqa_torch.kv_head_of_query",
+        "torch_kv_head_of_query_zero",
+        lambda: gqa_torch.kv_head_of_query(8, 0),
+        ValueError,
+        (
+            "kv_heads h_kv=0 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "gqa_torch.pool_kv_rows",
+        "pool_kv_rows_numpy_input",
+        lambda: gqa_torch.pool_kv_rows(np.ones((8, 8)), 4, 2),
+        TypeError,
+        (
+            "w must be a torch.Tensor here, got ndarray; convert it with torch.from_numpy(w), or use "
+            "the NumPy twin of this module (mha_numpy, gqa_numpy, block_numpy)"
+        ),
+    ),
+    Bad(
+        "gqa_torch.relative_error",
+        "torch_relative_error_numpy_input",
+        lambda: gqa_torch.relative_error(np.ones(3), torch.ones(3)),
+        TypeError,
+        (
+            "output must be a torch.Tensor here, got ndarray; convert it with "
+            "torch.from_numpy(output), or use the NumPy twin of this module (mha_numpy, gqa_numpy, "
+            "block_numpy)"
+        ),
+    ),
+    Bad(
+        "gqa_torch.repeat_kv",
+        "torch_repeat_kv_float_group",
+        lambda: gqa_torch.repeat_kv(torch.ones(1, 2, 3, 4), 2.0),
+        TypeError,
+        ("group_size must be an int, got float 2.0"),
+    ),
+    # ----- kv_cache ----------------------------------------------------------------------------------
+    Bad(
+        "kv_cache.kv_cache_bytes",
+        "kv_cache_bytes_zero_layers",
+        lambda: kv_cache.kv_cache_bytes(0, 8, 128),
+        ValueError,
+        ("layers must be positive, got layers=0"),
+    ),
+    Bad(
+        "kv_cache.kv_cache_bytes",
+        "kv_cache_bytes_float_tokens",
+        lambda: kv_cache.kv_cache_bytes(32, 8, 128, tokens=4096.0),
+        TypeError,
+        ("tokens must be an int, got float 4096.0"),
+    ),
+    Bad(
+        "kv_cache.kv_cache_bytes",
+        "kv_cache_bytes_bad_window",
+        lambda: kv_cache.kv_cache_bytes(32, 8, 128, tokens=10, window=0),
+        ValueError,
+        ("window (W) must be positive, got window=0"),
+    ),
+    Bad(
+        "kv_cache.format_bytes",
+        "format_bytes_negative",
+        lambda: kv_cache.format_bytes(-1),
+        ValueError,
+        ("n must be non-negative, got n=-1"),
+    ),
+    Bad(
+        "kv_cache.format_bytes",
+        "format_bytes_float",
+        lambda: kv_cache.format_bytes(1.5),
+        TypeError,
+        ("n must be an int, got float 1.5"),
+    ),
+    Bad(
+        "kv_cache.attention_kind",
+        "attention_kind_not_divisor",
+        lambda: kv_cache.attention_kind(8, 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "kv_cache.kv_head_options",
+        "kv_head_options_zero",
+        lambda: kv_cache.kv_head_options(0),
+        ValueError,
+        ("heads (h) must be positive, got heads=0"),
+    ),
+    Bad(
+        "kv_cache.cached_tokens",
+        "cached_tokens_zero_window",
+        lambda: kv_cache.cached_tokens(100, 0),
+        ValueError,
+        ("window (W) must be positive, got window=0"),
+    ),
+    Bad(
+        "kv_cache.ModelPreset",
+        "preset_zero_heads",
+        lambda: kv_cache.ModelPreset("x", 32, 4096, 0, 1, ""),
+        ValueError,
+        ("heads (h) must be positive, got heads=0"),
+    ),
+    Bad(
+        "kv_cache.ModelPreset",
+        "preset_negative_layers",
+        lambda: kv_cache.ModelPreset("x", -1, 4096, 32, 8, ""),
+        ValueError,
+        ("layers must be positive, got layers=-1"),
+    ),
+    Bad(
+        "kv_cache.ModelPreset",
+        "preset_bad_window",
+        lambda: kv_cache.ModelPreset("x", 32, 4096, 32, 8, "", sliding_window=-4),
+        ValueError,
+        ("sliding_window (W) must be positive, got sliding_window=-4"),
+    ),
+    Bad(
+        "kv_cache.cache_bytes",
+        "cache_bytes_not_a_preset",
+        lambda: kv_cache.cache_bytes("Llama 2 7B", 4096),
+        TypeError,
+        ("preset must be a kv_cache.ModelPreset, e.g. kv_cache.MODELS['Llama 2 7B'], got str"),
+    ),
+    Bad(
+        "kv_cache.cache_bytes",
+        "cache_bytes_bad_kv_heads",
+        lambda: kv_cache.cache_bytes(kv_cache.MODELS["Llama 2 7B"], 4096, kv_heads=3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=32, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=32: [1, 2, 4, 8, "
+            "16, 32]"
+        ),
+    ),
+    Bad(
+        "kv_cache.cache_per_token",
+        "cache_per_token_zero_bytes",
+        lambda: kv_cache.cache_per_token(kv_cache.MODELS["Llama 2 7B"], bytes_per_element=0),
+        ValueError,
+        ("bytes_per_element must be positive, got bytes_per_element=0"),
+    ),
+    Bad(
+        "kv_cache.ladder",
+        "ladder_bad_kv_heads",
+        lambda: kv_cache.ladder(kv_cache.MODELS["Llama 3 8B"], kv_heads=5),
+        ValueError,
+        (
+            "kv_heads h_kv=5 must be a positive divisor of heads h=32, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=32: [1, 2, 4, 8, "
+            "16, 32]"
+        ),
+    ),
+    Bad(
+        "kv_cache.KVCache",
+        "kvcache_zero_layers",
+        lambda: kv_cache.KVCache(0),
+        ValueError,
+        ("layers must be positive, got layers=0"),
+    ),
+    Bad(
+        "kv_cache.KVCache",
+        "kvcache_append_layer_str",
+        lambda: kv_cache.KVCache(1).append("0", np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 4))),
+        TypeError,
+        ("layer must be an int, got str '0'"),
+    ),
+    Bad(
+        "kv_cache.KVCache",
+        "kvcache_append_layer_out_of_range",
+        lambda: kv_cache.KVCache(1).append(1, np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 4))),
+        ValueError,
+        ("layer must be in 0 .. 0, got layer=1"),
+    ),
+    Bad(
+        "kv_cache.KVCache",
+        "kvcache_append_v_list",
+        lambda: kv_cache.KVCache(1).append(0, np.zeros((1, 2, 1, 4)), [[0.0]]),
+        TypeError,
+        (
+            "v must be an array, got list; make one first, e.g. np.asarray(v) (or torch.tensor(v) for "
+            "a PyTorch function)"
+        ),
+    ),
+    Bad(
+        "kv_cache.KVCache",
+        "kvcache_append_shapes_differ",
+        lambda: kv_cache.KVCache(1).append(0, np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 2, 4))),
+        ValueError,
+        ("k and v must have the same shape, got k (1, 2, 1, 4) and v (1, 2, 2, 4)"),
+    ),
+    Bad(
+        "kv_cache.decode_causal",
+        "decode_causal_one_layer_not_a_list",
+        lambda: kv_cache.decode_causal(gqa_layer, x_np),
+        TypeError,
+        (
+            "layers must be a list of GroupedQueryAttention layers (the stack, in order), got "
+            "GroupedQueryAttention; for one layer pass [layer]"
+        ),
+    ),
+    Bad(
+        "kv_cache.decode_causal",
+        "decode_causal_no_tokens",
+        lambda: kv_cache.decode_causal([gqa_layer], np.zeros((2, 0, 8))),
+        ValueError,
+        ("x has no tokens (T=0, shape (2, 0, 8)); give at least one token"),
+    ),
+    Bad(
+        "kv_cache.decode_causal",
+        "decode_causal_empty_stack",
+        lambda: kv_cache.decode_causal([], x_np),
+        ValueError,
+        ("layers must hold at least one GroupedQueryAttention layer"),
+    ),
+    Bad(
+        "kv_cache.decode_causal",
+        "decode_causal_torch_layer",
+        lambda: kv_cache.decode_causal([gqa_torch.GroupedQueryAttention(8, 4, 2)], x_np),
+        TypeError,
+        ("layers[0] must be a gqa_numpy.GroupedQueryAttention, got GroupedQueryAttention"),
+    ),
+    Bad(
+        "kv_cache.decode_step",
+        "decode_step_cache_none",
+        lambda: kv_cache.decode_step([gqa_layer], x_np[:, :1], None),
+        TypeError,
+        ("cache must be a KVCache (make one with KVCache(len(layers))), got NoneType"),
+    ),
+    Bad(
+        "kv_cache.decode_step",
+        "decode_step_cache_wrong_layers",
+        lambda: kv_cache.decode_step([gqa_layer], x_np[:, :1], kv_cache.KVCache(2)),
+        ValueError,
+        ("cache has 2 layers but the stack has 1"),
+    ),
+    Bad(
+        "kv_cache.decode_incrementally",
+        "decode_incrementally_prompt_too_long",
+        lambda: kv_cache.decode_incrementally([gqa_layer], x_np, prompt=9),
+        ValueError,
+        ("prompt must be in 1 .. 4, got prompt=9"),
+    ),
+    Bad(
+        "kv_cache.decode_incrementally",
+        "decode_incrementally_prompt_zero",
+        lambda: kv_cache.decode_incrementally([gqa_layer], x_np, prompt=0),
+        ValueError,
+        ("prompt must be in 1 .. 4, got prompt=0"),
+    ),
+    # ----- mla ---------------------------------------------------------------------------------------
+    Bad(
+        "mla.mla_cache_bytes",
+        "mla_cache_bytes_zero_latent",
+        lambda: mla.mla_cache_bytes(60, 0, 64),
+        ValueError,
+        ("latent_width must be positive, got latent_width=0"),
+    ),
+    Bad(
+        "mla.attention_multiply_adds",
+        "multiply_adds_unknown_route",
+        lambda: mla.attention_multiply_adds(
+            "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
+        ),
+        ValueError,
+        ("route must be 'explicit' or 'absorbed', got 'fast'"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_base_below_one",
+        lambda: mla.LatentAttention(16, 4, 6, 4, base=0.5),
+        ValueError,
+        ("base must be a finite number greater than 1 (RoPE uses 10000), got base=0.5"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_base_none",
+        lambda: mla.LatentAttention(16, 4, 6, 4, base=None),
+        TypeError,
+        ("base must be a number greater than 1 (RoPE uses 10000), got NoneType None"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_odd_rope_width",
+        lambda: mla.LatentAttention(16, 4, 6, 3),
+        ValueError,
+        ("rope_width (d_rope) must be even because RoPE rotates pairs, got 3"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_more_heads_than_width",
+        lambda: mla.LatentAttention(4, 8, 6, 4),
+        ValueError,
+        ("heads h=8 > width D=4 leaves the default d_nope = D // h at 0; pass nope_width"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_negative_seed",
+        lambda: mla.LatentAttention(16, 4, 6, 4, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_torch_input",
+        lambda: mla.LatentAttention(16, 4, 6, 4)(torch.ones(1, 2, 16, dtype=torch.float64)),
+        TypeError,
+        (
+            "x must be a NumPy array here, got Tensor; convert it with x.detach().numpy(). Only "
+            "mha_numpy, gqa_numpy and block_numpy have PyTorch twins (mha_torch, gqa_torch, "
+            "block_torch); mla, rope, efficient and induction are NumPy only"
+        ),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_zero_length_input",
+        lambda: mla.LatentAttention(16, 4, 6, 4)(np.ones((1, 0, 16))),
+        ValueError,
+        ("x has no source positions (S=0, shape (1, 0, 16)); attention needs at least one position to attend to"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_float32_input",
+        lambda: mla.LatentAttention(16, 4, 6, 4)(np.ones((1, 2, 16), dtype=np.float32)),
+        TypeError,
+        (
+            "x has dtype float32 but the layer's weights are float64; LatentAttention computes in "
+            "float64 only: convert the input with x.astype(np.float64)"
+        ),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_nan_input",
+        lambda: mla.LatentAttention(8, 2, 6, 4)(with_nan(x_np)),
+        ValueError,
+        (
+            "x contains NaN at index (0, 0, 5); attention would spread it into NaN outputs without a "
+            "word. Find where it came from (a division by zero, an overflow, the log of 0) and fix it "
+            "there"
+        ),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_decode_cache_none",
+        lambda: mla.LatentAttention(16, 4, 6, 4).decode(np.ones((1, 1, 16)), None),
+        TypeError,
+        ("cache must be a LatentCache (make one with layer.new_cache(B)), got NoneType"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_decode_batch_mismatch",
+        lambda: mla.LatentAttention(16, 4, 6, 4).decode(
+            np.ones((2, 1, 16)), mla.LatentAttention(16, 4, 6, 4).new_cache(1)
+        ),
+        ValueError,
+        ("cache holds batch size 1 but x_new has B=2"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_new_cache_zero_batch",
+        lambda: mla.LatentAttention(16, 4, 6, 4).new_cache(0),
+        ValueError,
+        ("batch (B) must be positive, got batch=0"),
+    ),
+    Bad(
+        "mla.LatentAttention",
+        "mla_from_weights_wrong_shape",
+        lambda: mla.LatentAttention.from_weights(
+            np.ones((8, 4)),
+            np.ones((2, 4, 2)),
+            np.ones((2, 4, 2)),
+            np.ones((8, 2)),
+            np.ones((2, 8, 2)),
+            np.ones((2, 8, 2)),
+            np.ones((2, 3, 8)),
+        ),
+        ValueError,
+        ("w_o must have shape (h, d_v, D) = (2, 2, 8), got (2, 3, 8)"),
+    ),
+    Bad(
+        "mla.LatentCache",
+        "latent_cache_append_wrong_width",
+        lambda: mla.LatentCache(np.zeros((1, 0, 4)), np.zeros((1, 0, 2))).append(
+            np.zeros((1, 1, 3)), np.zeros((1, 1, 2))
+        ),
+        ValueError,
+        ("latent to append must have shape (B=1, T_new, 4), got (1, 1, 3)"),
+    ),
+    # ----- rope --------------------------------------------------------------------------------------
+    Bad(
+        "rope.rope_angles",
+        "rope_angles_base_none",
+        lambda: rope.rope_angles([0, 1], 4, base=None),
+        TypeError,
+        ("base must be a number greater than 1 (RoPE uses 10000), got NoneType None"),
+    ),
+    Bad(
+        "rope.rope_angles",
+        "rope_angles_odd_width",
+        lambda: rope.rope_angles([0, 1], 3),
+        ValueError,
+        ("RoPE rotates pairs of features, so the feature width d must be even; got d=3"),
+    ),
+    Bad(
+        "rope.rope_angles",
+        "rope_angles_2d_positions",
+        lambda: rope.rope_angles([[0, 1]], 4),
+        ValueError,
+        ("positions must be a 1-D array (one position per row), got shape (1, 2)"),
+    ),
+    Bad(
+        "rope.rope_angles",
+        "rope_angles_string_positions",
+        lambda: rope.rope_angles(["a"], 4),
+        TypeError,
+        ("positions must be integers or floats, got dtype <U1"),
+    ),
+    Bad(
+        "rope.apply_rope",
+        "apply_rope_torch_input",
+        lambda: rope.apply_rope(torch.ones(3, 4), [0, 1, 2]),
+        TypeError,
+        (
+            "x must be a NumPy array here, got Tensor; convert it with x.detach().numpy(). Only "
+            "mha_numpy, gqa_numpy and block_numpy have PyTorch twins (mha_torch, gqa_torch, "
+            "block_torch); mla, rope, efficient and induction are NumPy only"
+        ),
+    ),
+    Bad(
+        "rope.apply_rope",
+        "apply_rope_positions_length",
+        lambda: rope.apply_rope(np.ones((3, 4)), [0, 1]),
+        ValueError,
+        ("positions has 2 entries but x has 3 rows on axis -2 (shape (3, 4)); give one position per row"),
+    ),
+    Bad(
+        "rope.apply_rope",
+        "apply_rope_base_inf",
+        lambda: rope.apply_rope(np.ones((3, 4)), [0, 1, 2], base=float("inf")),
+        ValueError,
+        ("base must be a finite number greater than 1 (RoPE uses 10000), got base=inf"),
+    ),
+    Bad(
+        "rope.rotation_matrix",
+        "rotation_matrix_float_width",
+        lambda: rope.rotation_matrix(1, 4.0),
+        TypeError,
+        ("d must be an int, got float 4.0"),
+    ),
+    # ----- efficient ---------------------------------------------------------------------------------
+    Bad(
+        "efficient.online_softmax",
+        "online_softmax_empty_row",
+        lambda: efficient.online_softmax(np.zeros((2, 0)), 2),
+        ValueError,
+        ("scores (2, 0) has no entries per row (S=0): a softmax over nothing is undefined"),
+    ),
+    Bad(
+        "efficient.online_softmax",
+        "online_softmax_nan",
+        lambda: efficient.online_softmax(np.array([[1.0, np.nan]]), 1),
+        ValueError,
+        (
+            "scores contains NaN at index (0, 1); attention would spread it into NaN outputs without "
+            "a word. Find where it came from (a division by zero, an overflow, the log of 0) and fix "
+            "it there"
+        ),
+    ),
+    Bad(
+        "efficient.online_softmax",
+        "online_softmax_all_minus_inf",
+        lambda: efficient.online_softmax(np.array([[-np.inf, -np.inf]]), 1),
+        ValueError,
+        ("a row of scores is all -inf, so its softmax would be 0/0 = NaN"),
+    ),
+    Bad(
+        "efficient.online_softmax",
+        "online_softmax_block_zero",
+        lambda: efficient.online_softmax(np.zeros((2, 3)), 0),
+        ValueError,
+        (
+            "block_size must be a positive number of positions per block, got block_size=0; use 1 for "
+            "one position at a time, or a value >= S for a single block"
+        ),
+    ),
+    Bad(
+        "efficient.online_softmax_trace",
+        "online_trace_2d_row",
+        lambda: efficient.online_softmax_trace(np.zeros((2, 3)), 1),
+        ValueError,
+        ("row must have exactly 1 axis, laid out as (S); got shape (2, 3) with 2 axes"),
+    ),
+    Bad(
+        "efficient.online_softmax_trace",
+        "online_trace_empty_row",
+        lambda: efficient.online_softmax_trace(np.zeros(0), 1),
+        ValueError,
+        ("row has no scores (S=0): a softmax over nothing is undefined"),
+    ),
+    Bad(
+        "efficient.tiled_attention",
+        "tiled_nan_query",
+        lambda: efficient.tiled_attention(with_nan(np.ones((3, 4))), np.ones((5, 4)), np.ones((5, 4))),
+        ValueError,
+        (
+            "q contains NaN at index (1, 1); attention would spread it into NaN outputs without a "
+            "word. Find where it came from (a division by zero, an overflow, the log of 0) and fix it "
+            "there"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention",
+        "tiled_query_block_zero",
+        lambda: efficient.tiled_attention(np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 4)), query_block_size=0),
+        ValueError,
+        (
+            "query_block_size must be a positive number of positions per block, got "
+            "query_block_size=0; use 1 for one position at a time, or a value >= S for a single block"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention",
+        "tiled_fully_masked_row",
+        lambda: efficient.tiled_attention(
+            np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 4)), np.array([[True, True, True], [False, False, False]])
+        ),
+        ValueError,
+        (
+            "a query row has no allowed position (its row of `allowed` is all False), so its softmax "
+            "would be 0/0 = NaN. Make sure every query may attend to at least one source position; "
+            "for padded queries, allow one position and ignore their outputs"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_trace",
+        "tiled_trace_row_out_of_range",
+        lambda: efficient.tiled_attention_trace(np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 4)), row=3),
+        ValueError,
+        ("row must be in 0 .. 2, got row=3"),
+    ),
+    Bad(
+        "efficient.tiled_attention_trace",
+        "tiled_trace_batched",
+        lambda: efficient.tiled_attention_trace(np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 4))),
+        ValueError,
+        ("q must have exactly 2 axes, laid out as (T, d); got shape (2, 3, 4) with 3 axes"),
+    ),
+    # ----- block_numpy -------------------------------------------------------------------------------
+    Bad(
+        "block_numpy.Block",
+        "block_bad_activation",
+        lambda: block_numpy.Block(8, 2, 16, activation="tanh"),
+        ValueError,
+        ("activation must be one of ('relu', 'gelu'), got 'tanh'"),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_eps_zero",
+        lambda: block_numpy.Block(8, 2, 16, eps=0.0),
+        ValueError,
+        ("eps must be a positive float (it keeps LayerNorm from dividing by zero), got 0.0"),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_hidden_zero",
+        lambda: block_numpy.Block(8, 2, 0),
+        ValueError,
+        ("hidden (F) must be positive, got hidden=0"),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_int_dtype",
+        lambda: block_numpy.Block(8, 2, 16, dtype=np.int32),
+        TypeError,
+        ("dtype must be a floating-point type such as np.float32 or np.float64, got <class 'numpy.int32'>"),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_input_width",
+        lambda: block_numpy.Block(8, 2, 16)(np.ones((1, 3, 6))),
+        ValueError,
+        (
+            "x has width 6 on its last axis but the layer width D is 8; make sure the last axis holds "
+            "the features (got shape (1, 3, 6))"
+        ),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_nan_input",
+        lambda: block_numpy.Block(8, 2, 16)(with_nan(x_np)),
+        ValueError,
+        (
+            "x contains NaN at index (0, 0, 5); attention would spread it into NaN outputs without a "
+            "word. Find where it came from (a division by zero, an overflow, the log of 0) and fix it "
+            "there"
+        ),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_from_weights_not_dict",
+        lambda: block_numpy.Block.from_weights([np.ones((8, 8))], 2),
+        TypeError,
+        ("weights must be a dict of arrays with the names of weight_shapes(), e.g. 'wq', 'w_in'"),
+    ),
+    Bad(
+        "block_numpy.Block",
+        "block_from_weights_missing_bias",
+        lambda: block_numpy.Block.from_weights(
+            {k: v for k, v in block_numpy.init_block_weights(8, 2, 16).items() if k != "b_in"}, 2
+        ),
+        ValueError,
+        (
+            "weights must hold exactly ['norm1_gain', 'norm2_gain', 'w_in', 'w_out', 'wk', 'wo', "
+            "'wq', 'wv'], plus ['b_in', 'b_out', 'norm1_bias', 'norm2_bias'] for a block with biases; "
+            "got ['b_out', 'norm1_bias', 'norm1_gain', 'norm2_bias', 'norm2_gain', 'w_in', 'w_out', "
+            "'wk', 'wo', 'wq', 'wv']"
+        ),
+    ),
+    Bad(
+        "block_numpy.activate",
+        "activate_unknown",
+        lambda: block_numpy.activate(np.ones(3), "swish"),
+        ValueError,
+        ("activation must be one of ('relu', 'gelu'), got 'swish'"),
+    ),
+    Bad(
+        "block_numpy.layer_norm",
+        "layer_norm_gain_shape",
+        lambda: block_numpy.layer_norm(np.ones((2, 8)), np.ones(4)),
+        ValueError,
+        ("gain must have shape (D,) = (8,), one entry per feature of x, got (4,)"),
+    ),
+    Bad(
+        "block_numpy.layer_norm",
+        "layer_norm_list",
+        lambda: block_numpy.layer_norm([[1.0, 2.0]], np.ones(2)),
+        TypeError,
+        (
+            "x must be an array, got list; make one first, e.g. np.asarray(x) (or torch.tensor(x) for "
+            "a PyTorch function)"
+        ),
+    ),
+    Bad(
+        "block_numpy.init_block_weights",
+        "init_block_weights_negative_seed",
+        lambda: block_numpy.init_block_weights(8, 2, 16, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "block_numpy.weight_shapes",
+        "weight_shapes_zero_width",
+        lambda: block_numpy.weight_shapes(0, 16),
+        ValueError,
+        ("width (D) must be positive, got width=0"),
+    ),
+    # ----- block_torch -------------------------------------------------------------------------------
+    Bad(
+        "block_torch.Block",
+        "torch_block_int_dtype",
+        lambda: block_torch.Block(8, 2, 16, dtype=torch.int64),
+        TypeError,
+        ("dtype must be a floating-point type such as torch.float32 or torch.float64, got torch.int64"),
+    ),
+    Bad(
+        "block_torch.Block",
+        "torch_block_numpy_input",
+        lambda: block_torch.Block(8, 2, 16)(np.ones((1, 3, 8), dtype=np.float32)),
+        TypeError,
+        (
+            "x must be a torch.Tensor here, got ndarray; convert it with torch.from_numpy(x), or use "
+            "the NumPy twin of this module (mha_numpy, gqa_numpy, block_numpy)"
+        ),
+    ),
+    Bad(
+        "block_torch.Block",
+        "torch_block_from_encoder_layer_post_norm",
+        lambda: block_torch.Block.from_encoder_layer(
+            torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        ),
+        ValueError,
+        ("layer must be built with norm_first=True (pre-norm) and batch_first=True"),
+    ),
+    Bad(
+        "block_torch.activate",
+        "torch_activate_unknown",
+        lambda: block_torch.activate(torch.ones(3), "swish"),
+        ValueError,
+        ("activation must be one of ('relu', 'gelu'), got 'swish'"),
+    ),
+    Bad(
+        "block_torch.layer_norm",
+        "torch_layer_norm_gain_shape",
+        lambda: block_torch.layer_norm(torch.ones(2, 8), torch.ones(4)),
+        ValueError,
+        ("gain must have shape (D,) = (8,), one entry per feature of x, got (4,)"),
+    ),
+    # ----- induction ---------------------------------------------------------------------------------
+    Bad(
+        "induction.InductionConfig",
+        "induction_config_shortest_above_half",
+        lambda: induction.InductionConfig(shortest=13),
+        ValueError,
+        ("shortest=13 must be <= half L=12"),
+    ),
+    Bad(
+        "induction.InductionConfig",
+        "induction_config_negative_seed",
+        lambda: induction.InductionConfig(seed=-1),
+        ValueError,
+        ("InductionConfig.seed must be non-negative, got InductionConfig.seed=-1"),
+    ),
+    Bad(
+        "induction.repeated_tokens",
+        "repeated_tokens_half_above_vocab",
+        lambda: induction.repeated_tokens(1, 4, 5),
+        ValueError,
+        ("half L=5 must be <= vocab V=4 (the first half has distinct tokens)"),
+    ),
+    Bad(
+        "induction.repeated_tokens",
+        "repeated_tokens_negative_seed",
+        lambda: induction.repeated_tokens(1, 10, 4, seed=-2),
+        ValueError,
+        ("seed must be non-negative, got seed=-2"),
+    ),
+    Bad(
+        "induction.load_induction_model",
+        "load_induction_missing_file",
+        lambda: induction.load_induction_model("/nonexistent/weights.npz"),
+        FileNotFoundError,
+        (
+            "no induction-heads weights at /nonexistent/weights.npz; run `python "
+            "scripts/train_induction_heads.py` to create them"
+        ),
+    ),
+    Bad(
+        "induction.run",
+        "run_token_out_of_range",
+        lambda: induction.run(induction_model, np.array([[0, 99]])),
+        ValueError,
+        ("token ids must be in 0 .. 31, got 0 .. 99"),
+    ),
+    Bad(
+        "induction.run",
+        "run_float_tokens",
+        lambda: induction.run(induction_model, np.array([[0.0, 1.0]])),
+        ValueError,
+        ("tokens must be integer ids (B, T) with 1 <= T <= 23, got float64 (1, 2)"),
+    ),
+    Bad(
+        "induction.run",
+        "run_too_long",
+        lambda: induction.run(induction_model, np.zeros((1, 24), dtype=np.int64)),
+        ValueError,
+        ("tokens must be integer ids (B, T) with 1 <= T <= 23, got int64 (1, 24)"),
+    ),
+    Bad(
+        "induction.run",
+        "run_ablate_bad_head",
+        lambda: induction.run(induction_model, np.array([[0, 1]]), ablate=[(0, 9)]),
+        ValueError,
+        ("ablated head must be in 0 .. 3, got ablated head=9"),
+    ),
+    Bad(
+        "induction.loss_per_position",
+        "loss_one_token",
+        lambda: induction.loss_per_position(induction_model, np.array([[3]])),
+        ValueError,
+        ("tokens needs at least 2 positions (an input and its next token), got (1, 1)"),
+    ),
+    Bad(
+        "induction.ablation_losses",
+        "ablation_losses_list_tokens",
+        lambda: induction.ablation_losses(induction_model, [[0, 1, 2]]),
+        TypeError,
+        (
+            "tokens must be an array, got list; make one first, e.g. np.asarray(tokens) (or "
+            "torch.tensor(tokens) for a PyTorch function)"
+        ),
+    ),
+    Bad(
+        "induction.composition_scores",
+        "composition_first_half_only",
+        lambda: induction.composition_scores(induction_model, np.zeros((1, 5), dtype=np.int64)),
+        ValueError,
+        ("tokens must reach into the repeated half: T > L=12, got T=5"),
+    ),
+    Bad(
+        "induction.head_writes",
+        "head_writes_width",
+        lambda: induction.head_writes(mha_numpy.MultiHead(8, 2), np.ones((1, 3, 6)), mha_numpy.causal_mask(3)),
+        ValueError,
+        (
+            "x has width 6 on its last axis but the layer width D is 8; make sure the last axis holds "
+            "the features (got shape (1, 3, 6))"
+        ),
+    ),
+    Bad(
+        "induction.induction_score",
+        "induction_score_half_too_large",
+        lambda: induction.induction_score(np.zeros((1, 2, 5, 5)), half=5),
+        ValueError,
+        ("half (L) must be in 1 .. 4, got half=5"),
+    ),
+    Bad(
+        "induction.induction_score",
+        "induction_score_rank_3",
+        lambda: induction.induction_score(np.zeros((2, 5, 5)), half=2),
+        ValueError,
+        ("weights must have exactly 4 axes, laid out as (B, h, T, T); got shape (2, 5, 5) with 3 axes"),
+    ),
+    Bad(
+        "induction.previous_token_score",
+        "previous_score_not_square",
+        lambda: induction.previous_token_score(np.zeros((1, 2, 4, 5))),
+        ValueError,
+        ("weights must be self-attention weights (B, h, T, T), got shape (1, 2, 4, 5)"),
+    ),
+    Bad(
+        "induction.induction_targets",
+        "induction_targets_2d",
+        lambda: induction.induction_targets(np.array([[0, 1]])),
+        ValueError,
+        ("tokens must be a 1-D array of integer ids (T,), got int64 (1, 2)"),
+    ),
+    Bad(
+        "induction.save_weights",
+        "save_weights_not_config",
+        lambda: induction.save_weights({}, "config", Path("/tmp/never.npz")),
+        TypeError,
+        ("config must be an induction.InductionConfig, e.g. InductionConfig(), got str"),
+    ),
+    Bad(
+        "induction.measure",
+        "measure_zero_batch",
+        lambda: induction.measure(batch=0),
+        ValueError,
+        ("batch (B) must be positive, got batch=0"),
+    ),
+    # ----- inspect_heads -----------------------------------------------------------------------------
+    Bad(
+        "inspect_heads.attention_cost",
+        "attention_cost_not_divisor",
+        lambda: inspect_heads.attention_cost(1, 4, 4, 10, 3),
+        ValueError,
+        (
+            "width D=10 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 10: [1, 2, 5, 10]"
+        ),
+    ),
+    Bad(
+        "inspect_heads.average_over_heads",
+        "average_over_heads_rank_3",
+        lambda: inspect_heads.average_over_heads(np.ones((2, 3, 3))),
+        ValueError,
+        ("weights must have exactly 4 axes, laid out as (B, h, T, S); got shape (2, 3, 3) with 3 axes"),
+    ),
+    Bad(
+        "inspect_heads.column_blocks",
+        "column_blocks_not_divisor",
+        lambda: inspect_heads.column_blocks(np.ones((8, 8)), 3),
+        ValueError,
+        (
+            "width D=8 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "inspect_heads.embed",
+        "embed_token_out_of_range",
+        lambda: inspect_heads.embed(toy_model, np.full((1, 8), 99)),
+        ValueError,
+        ("token ids must be in 0 .. 11, got 99 .. 99"),
+    ),
+    Bad(
+        "inspect_heads.features_per_head",
+        "features_per_head_rank_1",
+        lambda: inspect_heads.features_per_head(np.zeros(3, dtype=np.int64), 2),
+        ValueError,
+        ("layout must have exactly 2 axes, laid out as (T, D); got shape (3,) with 1 axis"),
+    ),
+    Bad(
+        "inspect_heads.head_behaviour",
+        "head_behaviour_marker_length",
+        lambda: inspect_heads.head_behaviour(np.ones((2, 4, 8, 8)) / 8, np.array([0])),
+        ValueError,
+        ("marker must have shape (B,) = (2,), got (1,)"),
+    ),
+    Bad(
+        "inspect_heads.head_columns",
+        "head_columns_head_out_of_range",
+        lambda: inspect_heads.head_columns(np.ones((8, 8)), 4, 4),
+        ValueError,
+        ("head must be in 0 .. 3, got head=4"),
+    ),
+    Bad(
+        "inspect_heads.head_maps",
+        "head_maps_not_divisor",
+        lambda: inspect_heads.head_maps(np.ones((1, 3, 8)), np.ones((8, 8)), np.ones((8, 8)), 3),
+        ValueError,
+        (
+            "width D=8 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "inspect_heads.head_options",
+        "head_options_zero",
+        lambda: inspect_heads.head_options(0),
+        ValueError,
+        ("width (D) must be positive, got width=0"),
+    ),
+    Bad(
+        "inspect_heads.head_roles",
+        "head_roles_threshold_above_one",
+        lambda: inspect_heads.head_roles({"previous": np.ones(2)}, threshold=1.5),
+        ValueError,
+        ("threshold must be a share of the weight, in (0, 1], got 1.5"),
+    ),
+    Bad(
+        "inspect_heads.load_head_count_comparison",
+        "load_comparison_missing_file",
+        lambda: inspect_heads.load_head_count_comparison("/nonexistent/comparison.json"),
+        FileNotFoundError,
+        (
+            "no head-count comparison at /nonexistent/comparison.json; run `python "
+            "scripts/compare_head_counts.py` to create it"
+        ),
+    ),
+    Bad(
+        "inspect_heads.load_toy_heads",
+        "load_toy_heads_missing_file",
+        lambda: inspect_heads.load_toy_heads("/nonexistent/toy.npz"),
+        FileNotFoundError,
+        ("no toy-heads weights at /nonexistent/toy.npz; run `python scripts/train_toy_heads.py` to create them"),
+    ),
+    Bad(
+        "inspect_heads.predict",
+        "predict_float_tokens",
+        lambda: inspect_heads.predict(toy_model, np.ones((1, 8))),
+        ValueError,
+        ("tokens must be integer ids (B, T) with T=8 positions (the trained length), got float64 (1, 8)"),
+    ),
+    Bad(
+        "inspect_heads.run_layer",
+        "run_layer_wrong_length",
+        lambda: inspect_heads.run_layer(toy_model, np.zeros((1, 5), dtype=np.int64)),
+        ValueError,
+        ("tokens must be integer ids (B, T) with T=8 positions (the trained length), got int64 (1, 5)"),
+    ),
+    Bad(
+        "inspect_heads.split_layout",
+        "split_layout_unknown_mode",
+        lambda: inspect_heads.split_layout(4, 8, 2, "sideways"),
+        ValueError,
+        ("mode must be 'correct' or 'wrong', got 'sideways'"),
+    ),
+    Bad(
+        "inspect_heads.tokens_per_head",
+        "tokens_per_head_rank_1",
+        lambda: inspect_heads.tokens_per_head(np.zeros(3, dtype=np.int64), 2),
+        ValueError,
+        ("layout must have exactly 2 axes, laid out as (T, D); got shape (3,) with 1 axis"),
+    ),
+    Bad(
+        "inspect_heads.trained_behaviour",
+        "trained_behaviour_not_a_result",
+        lambda: inspect_heads.trained_behaviour("result"),
+        TypeError,
+        ("result must be a toy_task.TrainResult, as toy_task.train returns, got str"),
+    ),
+    Bad(
+        "inspect_heads.weight_entries",
+        "weight_entries_zero_heads",
+        lambda: inspect_heads.weight_entries(1, 0, 3, 4),
+        ValueError,
+        ("h must be positive, got h=0"),
+    ),
+    # ----- toy_task ----------------------------------------------------------------------------------
+    Bad(
+        "toy_task.ToyConfig",
+        "toy_config_heads_not_divisor",
+        lambda: toy_task.ToyConfig(width=16, heads=3),
+        ValueError,
+        (
+            "width D=16 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 16: [1, 2, 4, 8, 16]"
+        ),
+    ),
+    Bad(
+        "toy_task.ToyConfig",
+        "toy_config_negative_seed",
+        lambda: toy_task.ToyConfig(seed=-1),
+        ValueError,
+        ("ToyConfig.seed must be non-negative, got ToyConfig.seed=-1"),
+    ),
+    Bad(
+        "toy_task.make_batch",
+        "make_batch_zero",
+        lambda: toy_task.make_batch(0),
+        ValueError,
+        ("batch (B) must be positive, got batch=0"),
+    ),
+    Bad(
+        "toy_task.make_batch",
+        "make_batch_negative_seed",
+        lambda: toy_task.make_batch(4, seed=-1),
+        ValueError,
+        ("seed must be non-negative, got seed=-1"),
+    ),
+    Bad(
+        "toy_task.targets",
+        "targets_marker_length",
+        lambda: toy_task.targets(np.zeros((2, 4), dtype=np.int64), np.array([0]), 6),
+        ValueError,
+        ("marker must have shape (B,) = (2,), one marked position per sequence, got (1,)"),
+    ),
+    Bad(
+        "toy_task.token_labels",
+        "token_labels_2d",
+        lambda: toy_task.token_labels(np.zeros((2, 4), dtype=np.int64), 6),
+        ValueError,
+        ("tokens must have exactly 1 axis, laid out as (T,); got shape (2, 4) with 2 axes"),
+    ),
+    Bad(
+        "toy_task.config_from_sizes",
+        "config_from_sizes_short",
+        lambda: toy_task.config_from_sizes(np.array([6, 8]), 0.02),
+        ValueError,
+        (
+            "sizes must hold the 7 numbers save_weights stores (symbols, length, width, heads, steps, "
+            "batch, seed), got shape (2,): the file was not written by toy_task.save_weights"
+        ),
+    ),
+    Bad(
+        "toy_task.compare_head_counts",
+        "compare_head_counts_bad_heads",
+        lambda: toy_task.compare_head_counts(toy_task.ToyConfig(), head_counts=(3,), seeds=(0,)),
+        ValueError,
+        (
+            "width D=16 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 16: [1, 2, 4, 8, 16]"
+        ),
+    ),
+    Bad(
+        "toy_task.train",
+        "train_not_a_config",
+        lambda: toy_task.train("config"),
+        TypeError,
+        ("config must be a toy_task.ToyConfig, e.g. ToyConfig(heads=4), got str"),
+    ),
+    Bad(
+        "toy_task.save_weights",
+        "toy_save_weights_not_a_result",
+        lambda: toy_task.save_weights("result", Path("/tmp/never.npz")),
+        TypeError,
+        ("result must be a toy_task.TrainResult, as toy_task.train returns, got str"),
+    ),
+    # ----- checks.one_head ---------------------------------------------------------------------------
+    Bad(
+        "checks.one_head.check_scores",
+        "check_scores_int_queries",
+        lambda: one_head.check_scores(None, np.ones((3, 4), dtype=np.int64), np.ones((5, 4))),
+        TypeError,
+        ("q must hold floating-point numbers laid out as (..., T, d), got dtype int64"),
+    ),
+    Bad(
+        "checks.one_head.check_weights",
+        "check_weights_bad_mask",
+        lambda: one_head.check_weights(None, np.ones((3, 5)), np.ones(5)),
+        TypeError,
+        ("allowed must hold booleans (a mask, True = may attend) laid out as (..., T, S), got dtype float64"),
+    ),
+    Bad(
+        "checks.one_head.check_causal_mask",
+        "check_causal_mask_S_below_T",
+        lambda: one_head.check_causal_mask(None, 4, 2),
+        ValueError,
+        ("causal_mask needs 0 < T <= S, got T=4, S=2"),
+    ),
+    Bad(
+        "checks.one_head.check_output",
+        "check_output_rank_1",
+        lambda: one_head.check_output(None, np.ones(4), np.ones((5, 4)), np.ones((5, 4))),
+        ValueError,
+        ("q must have at least 2 axes laid out as (..., T, d), got shape (4,)"),
+    ),
+    Bad(
+        "checks.one_head.check_cross_attention",
+        "check_cross_attention_width",
+        lambda: one_head.check_cross_attention(
+            None, np.ones((3, 4)), np.ones((5, 6)), np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 4))
+        ),
+        ValueError,
+        (
+            "asking (T, D) and read (S, D) must share D, and w_q, w_k, w_v must be (D, D) = (4, 4); "
+            "got asking (3, 4), read (5, 6), w_q (4, 4), w_k (4, 4), w_v (4, 4)"
+        ),
+    ),
+    Bad(
+        "checks.one_head.check_attention_function",
+        "check_attention_function_not_a_function",
+        lambda: one_head.check_attention_function(42),
+        RETURNS,
+        ("[attention function] not yet: expected a function, got int 42"),
+    ),
+    # ----- checks.splitting_into_heads ---------------------------------------------------------------
+    Bad(
+        "checks.splitting_into_heads.check_head_width",
+        "check_head_width_string",
+        lambda: splitting_into_heads.check_head_width("128"),
+        RETURNS,
+        ("[head width] not yet: expected one number, got str '128'"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.check_head_reads",
+        "check_head_reads_string",
+        lambda: splitting_into_heads.check_head_reads("all", None),
+        RETURNS,
+        (
+            "[head reads] not yet: input_features: expected a list of integer indices, e.g. "
+            "list(range(...)), got str 'all' | weight_columns: replace None with a list of integer "
+            "indices, e.g. list(range(...))"
+        ),
+    ),
+    Bad(
+        "checks.splitting_into_heads.check_split",
+        "check_split_not_a_function",
+        lambda: splitting_into_heads.check_split(42),
+        RETURNS,
+        ("[split] not yet: on x of shape (B, T, D) = (2, 3, 8) with heads=2 expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.check_merge",
+        "check_merge_not_a_function",
+        lambda: splitting_into_heads.check_merge("merge"),
+        RETURNS,
+        ("[merge] not yet: on heads_out of shape (B, h, T, d_h) = (2, 2, 3, 4) expected a function, got str 'merge'"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.check_view_merge",
+        "check_view_merge_not_a_function",
+        lambda: splitting_into_heads.check_view_merge(42, None),
+        TypeError,
+        ("like must be a torch tensor (it makes the test inputs), got NoneType"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.describe_label",
+        "describe_label_not_a_label",
+        lambda: splitting_into_heads.describe_label(0.5, 1, 2, 4),
+        RETURNS,
+        ("0.5, which is not a number from the input"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.known_wrong_merges",
+        "known_wrong_merges_rank_3",
+        lambda: splitting_into_heads.known_wrong_merges(np.ones((1, 2, 4))),
+        ValueError,
+        ("heads_out must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (1, 2, 4) with 3 axes"),
+    ),
+    Bad(
+        "checks.splitting_into_heads.known_wrong_splits",
+        "known_wrong_splits_not_divisor",
+        lambda: splitting_into_heads.known_wrong_splits(np.ones((1, 2, 6)), 4),
+        ValueError,
+        (
+            "width D=6 is not divisible by heads h=4: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 6: [1, 2, 3, 6]"
+        ),
+    ),
+    Bad(
+        "checks.splitting_into_heads.labelled_input",
+        "labelled_input_zero",
+        lambda: splitting_into_heads.labelled_input(0, 2, 4),
+        ValueError,
+        ("labelled_input needs B > 0 and 0 < T, D < 100, got B=0, T=2, D=4"),
+    ),
+    # ----- checks.concatenate_and_project ------------------------------------------------------------
+    Bad(
+        "checks.concatenate_and_project.check_merge",
+        "check_merge_heads_out_rank",
+        lambda: concatenate_and_project.check_merge(None, np.ones((2, 3, 4))),
+        ValueError,
+        ("heads_out must have 4 axes laid out as (B, h, T, d_h), got shape (2, 3, 4)"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_merge_function",
+        "check_merge_function_heads_out_int",
+        lambda: concatenate_and_project.check_merge_function(None, np.ones((1, 2, 3, 4), dtype=np.int64)),
+        TypeError,
+        ("heads_out must hold floating-point numbers laid out as (B, h, T, d_h), got dtype int64"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_combine",
+        "check_combine_wo_shape",
+        lambda: concatenate_and_project.check_combine(None, np.ones((1, 2, 3, 4)), np.ones((4, 8))),
+        ValueError,
+        ("wo must be (D, D) = (8, 8) for heads_out of shape (1, 2, 3, 4), got (4, 8)"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_linear_weight",
+        "check_linear_weight_rank_1",
+        lambda: concatenate_and_project.check_linear_weight(None, np.ones(4)),
+        ValueError,
+        ("w_in_out must have 2 axes laid out as (in_features, out_features), got shape (4,)"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_linear_from_numpy",
+        "check_linear_from_numpy_rank_1",
+        lambda: concatenate_and_project.check_linear_from_numpy(None, np.ones(4)),
+        ValueError,
+        ("w_in_out must have 2 axes laid out as (in_features, out_features), got shape (4,)"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_fixed_forward",
+        "check_fixed_forward_bad_heads",
+        lambda: concatenate_and_project.check_fixed_forward(None, np.ones((1, 3, 8)), *(np.ones((8, 8)),) * 4, 3),
+        ValueError,
+        ("the weights must be (D, D) = (8, 8) and heads must divide D = 8"),
+    ),
+    # ----- checks.matching_pytorch -------------------------------------------------------------------
+    Bad(
+        "checks.matching_pytorch.check_mha_mask",
+        "check_mha_mask_float_allowed",
+        lambda: matching_pytorch.check_mha_mask(None, np.ones((3, 3))),
+        TypeError,
+        ("allowed must hold booleans (a mask, True = may attend) laid out as (T, S), got dtype float64"),
+    ),
+    Bad(
+        "checks.matching_pytorch.check_float_mask",
+        "check_float_mask_float_allowed",
+        lambda: matching_pytorch.check_float_mask(None, np.ones((3, 3))),
+        TypeError,
+        ("allowed must hold booleans (a mask, True = may attend) laid out as (T, S), got dtype float64"),
+    ),
+    Bad(
+        "checks.matching_pytorch.check_key_padding_mask",
+        "check_key_padding_mask_length_above_S",
+        lambda: matching_pytorch.check_key_padding_mask(None, [2, 7], 5),
+        ValueError,
+        ("lengths must be a 1-D integer array with entries in 0 .. S = 5, got [2, 7]"),
+    ),
+    Bad(
+        "checks.matching_pytorch.check_causal_mha",
+        "check_causal_mha_not_a_module",
+        lambda: matching_pytorch.check_causal_mha(None, "mha", torch.ones(1, 3, 8)),
+        TypeError,
+        ("mha must be an nn.MultiheadAttention with one in_proj_weight, got str"),
+    ),
+    # ----- checks.inspecting_heads -------------------------------------------------------------------
+    Bad(
+        "checks.inspecting_heads.check_head_count",
+        "check_head_count_not_divisor",
+        lambda: inspecting_heads.check_head_count(None, 10, 3),
+        ValueError,
+        ("d_h=3 must divide D=10 for this question to have an answer"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_head_columns",
+        "check_head_columns_head_out_of_range",
+        lambda: inspecting_heads.check_head_columns(None, np.ones((8, 8)), 2, 2),
+        ValueError,
+        ("head must be in 0 .. 1, got head=2"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_score_multiplies",
+        "check_score_multiplies_not_divisor",
+        lambda: inspecting_heads.check_score_multiplies(None, 1, 3, 5, 8, 3),
+        ValueError,
+        (
+            "width D=8 is not divisible by heads h=3: every head needs the same width d_h = D / h. "
+            "Choose heads from the divisors of 8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_weight_entries",
+        "check_weight_entries_zero_T",
+        lambda: inspecting_heads.check_weight_entries(None, B=1, h=2, T=0, S=4),
+        ValueError,
+        ("T must be positive, got T=0"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_weight_entries",
+        "check_weight_entries_infinite_answer",
+        lambda: inspecting_heads.check_weight_entries(float("inf"), B=1, h=2, T=3, S=4),
+        RETURNS,
+        ("[weight entries] not yet: expected one whole number, got inf"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_head_count",
+        "check_head_count_infinite_answer",
+        lambda: inspecting_heads.check_head_count(float("inf"), 16, 4),
+        RETURNS,
+        ("[head count] not yet: expected one whole number, got inf"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_strongest_source",
+        "check_strongest_source_not_a_function",
+        lambda: inspecting_heads.check_strongest_source(42),
+        RETURNS,
+        ("[strongest source] not yet: expected a function, got int 42"),
+    ),
+    # ----- checks.grouped_query_attention ------------------------------------------------------------
+    Bad(
+        "checks.grouped_query_attention.check_bytes_per_token",
+        "check_bytes_per_token_not_divisor",
+        lambda: grouped_query_attention.check_bytes_per_token(None, 2, 8, 3, 64),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_bytes_per_token",
+        "check_bytes_per_token_infinite_answer",
+        lambda: grouped_query_attention.check_bytes_per_token(float("inf"), 2, 4, 2, 8),
+        RETURNS,
+        ("[bytes per token] not yet: expected one whole number, got inf"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_group_size",
+        "check_group_size_array_answer",
+        lambda: grouped_query_attention.check_group_size(np.array([4, 4]), 32, 8),
+        RETURNS,
+        ("[group size] not yet: expected one whole number, got ndarray of dtype int64"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_group_size",
+        "check_group_size_bool_answer",
+        lambda: grouped_query_attention.check_group_size(True, 8, 8),
+        RETURNS,
+        ("[group size] not yet: expected one whole number, got the boolean True"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_group_size",
+        "check_group_size_not_divisor",
+        lambda: grouped_query_attention.check_group_size(None, 8, 3),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_kv_head_mapping",
+        "check_kv_head_mapping_zero",
+        lambda: grouped_query_attention.check_kv_head_mapping(None, 8, 0),
+        ValueError,
+        (
+            "kv_heads h_kv=0 must be a positive divisor of heads h=8, so that each key/value head "
+            "serves the same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_repeat_kv",
+        "check_repeat_kv_string_answer",
+        lambda: grouped_query_attention.check_repeat_kv(np.array([["a"]]), np.zeros((1, 2, 3, 4)), 2),
+        RETURNS,
+        ("[repeated K/V heads] not yet: expected an array of numbers, got ndarray of dtype <U1"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_repeat_kv",
+        "check_repeat_kv_rank_3",
+        lambda: grouped_query_attention.check_repeat_kv(None, np.zeros((2, 3, 4)), 2),
+        ValueError,
+        ("kv must have 4 axes laid out as (B, h_kv, S, d_h), got shape (2, 3, 4)"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_cache_bytes",
+        "check_cache_bytes_not_a_preset",
+        lambda: grouped_query_attention.check_cache_bytes(None, "Llama 2 7B", 4096),
+        TypeError,
+        ("preset must be a kv_cache.ModelPreset, got str"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_kv_head_function",
+        "check_kv_head_function_not_a_function",
+        lambda: grouped_query_attention.check_kv_head_function(42),
+        RETURNS,
+        ("[K/V head of each query head] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_pool_kv_columns",
+        "check_pool_kv_columns_not_a_function",
+        lambda: grouped_query_attention.check_pool_kv_columns(42),
+        RETURNS,
+        ("[mean-pooled K/V columns] not yet: expected a function, got int 42"),
+    ),
+    # ----- checks.latent_attention -------------------------------------------------------------------
+    Bad(
+        "checks.latent_attention.check_mla_cache_elements",
+        "check_mla_cache_elements_zero_layers",
+        lambda: latent_attention.check_mla_cache_elements(
+            None, layers=0, latent_width=8, rope_width=4, kv_heads=2, head_dim=4
+        ),
+        ValueError,
+        ("layers must be positive, got layers=0"),
+    ),
+    Bad(
+        "checks.latent_attention.check_equivalent_kv_heads",
+        "check_equivalent_kv_heads_zero",
+        lambda: latent_attention.check_equivalent_kv_heads(None, latent_width=8, rope_width=4, head_dim=0),
+        ValueError,
+        ("head_dim must be positive, got head_dim=0"),
+    ),
+    Bad(
+        "checks.latent_attention.check_absorbed_query_weight",
+        "check_absorbed_query_weight_shapes",
+        lambda: latent_attention.check_absorbed_query_weight(None, np.ones((2, 4, 3)), np.ones((2, 5, 2))),
+        ValueError,
+        ("w_q (h, D, d_nope) and w_uk (h, d_c, d_nope) must agree on h and d_nope, got (2, 4, 3) and (2, 5, 2)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_absorbed_score_cost",
+        "check_absorbed_score_cost_zero_heads",
+        lambda: latent_attention.check_absorbed_score_cost(
+            None, heads=0, cached_tokens=10, latent_width=8, nope_width=4, rope_width=2, layers=2
+        ),
+        ValueError,
+        ("heads must be positive, got heads=0"),
+    ),
+    Bad(
+        "checks.latent_attention.check_rebuilt_keys",
+        "check_rebuilt_keys_latent_rank",
+        lambda: latent_attention.check_rebuilt_keys(None, np.ones((3, 8)), np.ones((2, 8, 4)), np.ones((2, 8, 4))),
+        ValueError,
+        ("latent must have 3 axes laid out as (B, T, d_c), got shape (3, 8)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_latent_scores",
+        "check_latent_scores_not_a_function",
+        lambda: latent_attention.check_latent_scores(
+            42, np.ones((1, 3, 8)), np.ones((8, 4)), np.ones((2, 8, 2)), np.ones((2, 4, 2))
+        ),
+        RETURNS,
+        ("[latent scores] not yet: expected a function, got int 42"),
+    ),
+    # ----- checks.efficient_attention ----------------------------------------------------------------
+    Bad(
+        "checks.efficient_attention.check_materialised_entries",
+        "check_materialised_entries_negative",
+        lambda: efficient_attention.check_materialised_entries(None, B=-1, h=2, T=3, S=4),
+        ValueError,
+        ("B must be positive, got B=-1"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_online_sum",
+        "check_online_sum_block_zero",
+        lambda: efficient_attention.check_online_sum(None, np.array([1.0, 2.0]), 0),
+        ValueError,
+        ("block_size must be positive, got block_size=0"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_online_update",
+        "check_online_update_not_a_function",
+        lambda: efficient_attention.check_online_update(42),
+        RETURNS,
+        ("[online update] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_sdpa_output",
+        "check_sdpa_output_rank_1",
+        lambda: efficient_attention.check_sdpa_output(None, np.ones(4), np.ones((5, 4)), np.ones((5, 4))),
+        ValueError,
+        ("q must have at least 2 axes laid out as (..., T, d), got shape (4,)"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tile_bytes",
+        "check_tile_bytes_zero_block",
+        lambda: efficient_attention.check_tile_bytes(None, B=1, h=2, T=8, S=8, block=0, itemsize=4),
+        ValueError,
+        ("block must be positive, got block=0"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tiled_attention",
+        "check_tiled_attention_not_a_function",
+        lambda: efficient_attention.check_tiled_attention(42),
+        RETURNS,
+        ("[tiled attention] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tiled_output",
+        "check_tiled_output_block_zero",
+        lambda: efficient_attention.check_tiled_output(None, np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 4)), 0),
+        ValueError,
+        ("block_size must be positive, got block_size=0"),
+    ),
+    # ----- checks.heads_at_work ----------------------------------------------------------------------
+    Bad(
+        "checks.heads_at_work.check_block_function",
+        "check_block_function_not_a_function",
+        lambda: heads_at_work.check_block_function(42),
+        RETURNS,
+        ("[block] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.heads_at_work.check_rms_norm_function",
+        "check_rms_norm_function_not_a_function",
+        lambda: heads_at_work.check_rms_norm_function("rms"),
+        RETURNS,
+        ("[RMSNorm] not yet: expected a function, got str 'rms'"),
+    ),
+    Bad(
+        "checks.heads_at_work.check_induction_function",
+        "check_induction_function_not_a_function",
+        lambda: heads_at_work.check_induction_function(None),
+        RETURNS,
+        ("[induction score] not answered yet: write the body: return one score per head, (h,)"),
+    ),
+    Bad(
+        "checks.heads_at_work.check_double_ablation",
+        "check_double_ablation_one_head",
+        lambda: heads_at_work.check_double_ablation(None, induction_model, np.zeros((1, 24), dtype=np.int64), [(1, 2)]),
+        ValueError,
+        ("heads must list at least two (layer, head) pairs, got [(1, 2)]"),
+    ),
+    # ----- mha_numpy ---------------------------------------------------------------------------------
+    Bad(
+        "mha_numpy.causal_mask",
+        "causal_mask_S_below_T",
+        lambda: mha_numpy.causal_mask(4, 2),
+        ValueError,
+        ("causal_mask needs 0 < T <= S, got T=4, S=2"),
+    ),
+    Bad(
+        "mha_numpy.split_heads",
+        "split_heads_list",
+        lambda: mha_numpy.split_heads([[[1.0, 2.0]]], 1),
+        TypeError,
+        (
+            "x must be an array, got list; make one first, e.g. np.asarray(x) (or torch.tensor(x) for "
+            "a PyTorch function)"
+        ),
+    ),
+    Bad(
+        "mha_numpy.merge_heads",
+        "merge_heads_torch_input",
+        lambda: mha_numpy.merge_heads(torch.ones(1, 2, 3, 4)),
+        TypeError,
+        (
+            "x must be a NumPy array here, got Tensor; convert it with x.detach().numpy(). Only "
+            "mha_numpy, gqa_numpy and block_numpy have PyTorch twins (mha_torch, gqa_torch, "
+            "block_torch); mla, rope, efficient and induction are NumPy only"
+        ),
+    ),
+    # ----- mha_torch ---------------------------------------------------------------------------------
+    Bad(
+        "mha_torch.attention",
+        "torch_attention_numpy_inputs",
+        lambda: mha_torch.attention(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 4))),
+        TypeError,
+        (
+            "q must be a torch.Tensor here, got ndarray; convert it with torch.from_numpy(q), or use "
+            "the NumPy twin of this module (mha_numpy, gqa_numpy, block_numpy)"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_INPUTS, ids=[bad.id for bad in BAD_INPUTS])
+def test_bad_input_gets_exactly_its_error(bad: Bad) -> None:
+    if bad.error is RETURNS:
+        assert str(bad.call()) == bad.text
+        return
+    with pytest.raises(Exception) as info:  # the exact type is asserted below
+        bad.call()
+    assert type(info.value) is bad.error, (
+        f"expected {bad.error.__name__}, got {type(info.value).__name__}: {info.value}"
+    )
+    assert str(info.value) == bad.text
+
+
+def test_ids_are_unique_and_rows_name_real_functions() -> None:
+    ids = [bad.id for bad in BAD_INPUTS]
+    assert len(ids) == len(set(ids))
+    for bad in BAD_INPUTS:
+        module, _, name = bad.function.rpartition(".")
+        assert hasattr(importlib.import_module(f"lessons_lib.{module}"), name), bad.function
+
+
+COVERED_MODULES = [
+    "mha_numpy", "mha_torch", "gqa_numpy", "gqa_torch", "kv_cache", "mla", "rope", "efficient",
+    "block_numpy", "block_torch", "induction", "inspect_heads", "toy_task",
+    "checks.one_head", "checks.splitting_into_heads", "checks.concatenate_and_project",
+    "checks.matching_pytorch", "checks.inspecting_heads", "checks.grouped_query_attention",
+    "checks.latent_attention", "checks.efficient_attention", "checks.heads_at_work",
+]  # fmt: skip
+# Public names with no bad input of their own: records that only hold what they are given.
+RECORDS = {
+    "mla.LatentCache": "built by LatentAttention.new_cache; its append is in the table",
+    "efficient.OnlineStep": "a record returned by online_softmax_trace",
+    "efficient.TiledTrace": "a record returned by tiled_attention_trace",
+    "induction.InductionModel": "a record built by load_induction_model, which checks every array",
+    "inspect_heads.HeadCountComparison": "a record built by load_head_count_comparison",
+    "inspect_heads.ToyHeads": "a record built by load_toy_heads, which checks every array",
+    "toy_task.TrainResult": "a record returned by train",
+    "checks.efficient_attention.check_weight_entries": "the same function as checks.inspecting_heads's",
+}
+
+
+def public_names() -> list[str]:
+    names = []
+    for module in COVERED_MODULES:
+        mod = importlib.import_module(f"lessons_lib.{module}")
+        for name in mod.__all__:
+            if callable(getattr(mod, name)) and not inspect.ismodule(getattr(mod, name)):
+                names.append(f"{module}.{name}")
+    return names
+
+
+def test_every_public_name_has_a_row() -> None:
+    """A public function or class of the covered modules without a row here is a gap in the table."""
+    covered = {bad.function for bad in BAD_INPUTS}
+    missing = [name for name in public_names() if name not in covered and name not in RECORDS]
+    assert not missing, f"add bad-input rows for: {missing}"
+    assert not set(RECORDS) - set(public_names()), "RECORDS names something that is no longer public"
+
+
+# ----- accepted: unusual but right -------------------------------------------------------------------
+def _numpy_int_sizes() -> bool:
+    layer = mha_numpy.MultiHead(np.int64(8), np.int32(2))
+    out, _ = layer(np.ones((1, 2, 8)))
+    exact = kv_cache.kv_cache_bytes(np.int32(80), np.int32(8), np.int32(128), np.int32(100000), np.int32(64))
+    latent = mla.mla_cache_bytes(np.int32(60), np.int32(512), np.int32(64), np.int32(128000), np.int32(64))
+    return (
+        out.shape == (1, 2, 8)
+        and exact == 80 * 2 * 8 * 128 * 100_000 * 64 * 2 == 2_097_152_000_000  # beyond int32: exact
+        and latent == 60 * 576 * 128_000 * 64 * 2 > 0
+        and kv_cache.format_bytes(kv_cache.kv_cache_bytes(np.int64(32), 8, 128)) == "128 KiB"
+        and rope.rope_angles([0, 1], np.int64(4)).shape == (2, 2)
+        and rope.rotation_matrix(np.int64(1), np.int64(4)).shape == (4, 4)
+        and kv_cache.KVCache(np.int64(2)).layers == 2
+        and kv_cache.decode_incrementally([gqa_layer], x_np, prompt=np.int64(2))[0].shape == x_np.shape
+    )
+
+
+def _half_precision(dtype: torch.dtype) -> bool:
+    x = torch.ones(1, 3, 8, dtype=dtype)
+    layers = [
+        mha_torch.MultiHead(8, 2, dtype=dtype),
+        gqa_torch.GroupedQueryAttention(8, 4, 2, dtype=dtype),
+        block_torch.Block(8, 2, 16, dtype=dtype),
+    ]
+    return all(layer(x)[0].dtype == dtype and bool(torch.isfinite(layer(x)[0]).all()) for layer in layers)
+
+
+def _non_contiguous() -> bool:
+    x = np.random.default_rng(1).normal(size=(8, 3, 2)).transpose(2, 1, 0)  # (2, 3, 8), not C-contiguous
+    xt = torch.from_numpy(x)
+    numpy_same = np.allclose(mha_numpy.MultiHead(8, 2)(x)[0], mha_numpy.MultiHead(8, 2)(np.ascontiguousarray(x))[0])
+    layer = mha_torch.MultiHead(8, 2, dtype=torch.float64)
+    torch_same = torch.allclose(layer(xt)[0], layer(xt.contiguous())[0])
+    return bool(not x.flags.c_contiguous and numpy_same and torch_same)
+
+
+def _empty_batch() -> bool:
+    shapes = [
+        mha_numpy.MultiHead(8, 2)(np.zeros((0, 3, 8)))[0].shape,
+        gqa_numpy.GroupedQueryAttention(8, 4, 2)(np.zeros((0, 3, 8)))[0].shape,
+        mla.LatentAttention(8, 2, 6, 4)(np.zeros((0, 3, 8)))[0].shape,
+        block_numpy.Block(8, 2, 16)(np.zeros((0, 3, 8)))[0].shape,
+        tuple(mha_torch.MultiHead(8, 2)(torch.zeros(0, 3, 8))[0].shape),
+        tuple(block_torch.Block(8, 2, 16)(torch.zeros(0, 3, 8))[0].shape),
+    ]
+    return all(tuple(shape) == (0, 3, 8) for shape in shapes)
+
+
+def _grad_and_no_grad() -> bool:
+    layer = mha_torch.MultiHead(8, 2, dtype=torch.float64)
+    x = torch.randn(1, 3, 8, dtype=torch.float64, requires_grad=True)
+    out, _ = layer(x)
+    out.sum().backward()
+    with torch.no_grad():
+        detached, _ = layer(x)
+    return x.grad is not None and x.grad.shape == x.shape and not detached.requires_grad
+
+
+def _masked_scores_and_lists() -> bool:
+    weights = mha_numpy.softmax(np.array([[0.0, -np.inf, 1.0]]))
+    online = efficient.online_softmax(np.array([[0.0, -np.inf, 1.0]]), 1)
+    return bool(weights[0, 1] == 0.0 and np.allclose(weights, online) and rope.rope_angles((0, 1.5), 4).shape == (2, 2))
+
+
+ACCEPTED: dict[str, Callable[[], bool]] = {
+    "numpy_integer_sizes_are_exact": _numpy_int_sizes,
+    "float16_layers": lambda: _half_precision(torch.float16),
+    "bfloat16_layers": lambda: _half_precision(torch.bfloat16),
+    "non_contiguous_input": _non_contiguous,
+    "batch_of_zero": _empty_batch,
+    "grad_and_no_grad": _grad_and_no_grad,
+    "minus_inf_scores_and_tuple_positions": _masked_scores_and_lists,
+    "huge_sizes_answer_at_once": lambda: (
+        kv_cache.attention_kind(2**27, 1) == "MQA"
+        and len(mha_numpy.head_width.__doc__ or "") > 0
+        and gqa_numpy.kv_head_of_query(2**20, 2**10).shape == (2**20,)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_accepted_inputs_keep_working(name: str) -> None:
+    assert ACCEPTED[name]()
+
+
+def test_divisor_search_is_fast() -> None:
+    """Issue 13: ``MultiHead(10**8 + 1, 2)`` took 4.9 s to raise and ``GroupedQueryAttention(2**40, 2**40, 3)``
+    never returned; the divisors are now found in sqrt(n) steps."""
+    import time
+
+    start = time.perf_counter()
+    for call in (lambda: mha_numpy.MultiHead(10**8 + 1, 2), lambda: gqa_numpy.GroupedQueryAttention(2**40, 2**40, 3)):
+        with pytest.raises(ValueError, match="divisor"):
+            call()
+    assert time.perf_counter() - start < 1.0

@@ -1,0 +1,77 @@
+"""Sphinx configuration of the Several Heads website (build it with `bash scripts/build_site.sh`).
+
+The source folder is the repository root and this folder holds only the configuration and the
+landing page, so the site is built from the committed notebooks where they are, with their stored
+outputs: nothing is executed, and no notebook is copied anywhere first. Pages keep the repository's layout:
+`site/index.md` becomes `site/index.html`, `notebooks/01_one_head.ipynb` becomes
+`notebooks/01_one_head.html`, and a small `index.html` at the top forwards to the landing page.
+"""
+
+from __future__ import annotations
+
+# Where the repository is published. A placeholder, the same as the Binder badges in README.md
+# (tests/test_site_config.py fails when the two disagree); change it here and there together.
+REPOSITORY = "several-heads/several-heads"  # github.com/<owner>/<name>
+BRANCH = "HEAD"  # what Binder builds: the default branch's latest commit
+BINDERHUB = "https://mybinder.org"
+REPOSITORY_URL = f"https://github.com/{REPOSITORY}"
+# What a Binder badge or button opens, up to the notebook's path: JupyterLab ("jupyterlab" in the
+# theme's words) with that notebook open.
+BINDER_LAUNCH = f"{BINDERHUB}/v2/gh/{REPOSITORY}/{BRANCH}?urlpath=lab/tree/"
+NOTEBOOK_INTERFACE = "jupyterlab"
+
+project = "Several Heads"
+author = "the Several Heads authors"
+html_title = "Several Heads"
+
+extensions = [
+    "myst_nb",  # reads the .ipynb lessons and site/index.md (it brings in myst-parser)
+    # MathJax 3 copied into _static/mathjax/ and loaded from there, not from a CDN (the extension
+    # sets mathjax_path itself, over any value given in this file).
+    "sphinx-mathjax-offline",
+    "sphinx.ext.githubpages",  # writes .nojekyll, so GitHub Pages keeps the _static/ folders
+]
+
+# The source folder is the repository root: read the landing page and the numbered lessons only, and
+# do not even walk into .venv, .git, build/ or student/ (tens of thousands of files between them).
+root_doc = "site/index"
+include_patterns = ["site/index.md", "notebooks/[0-9][0-9]_*.ipynb"]
+exclude_patterns = [".*", "build", "student"]
+
+# Show the stored outputs exactly as strict nbval compared them.
+nb_execution_mode = "off"
+# A widget's view cannot run on a static page and no widget state is stored, so skip that mimetype:
+# each widget cell then shows its text/html output, a note that says where the live widget runs.
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+# ... and never load the ipywidgets embedding scripts (they come from a CDN).
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
+# Every cell tagged hide-input is an exercise's solution (tests/test_site_config.py checks it).
+nb_code_prompt_show = "Show the solution"
+nb_code_prompt_hide = "Hide the solution"
+myst_enable_extensions = ["dollarmath", "substitution"]
+myst_substitutions = {
+    "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}notebooks/01_one_head.ipynb)",
+    "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
+}
+
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "repository_url": REPOSITORY_URL,
+    "repository_branch": BRANCH,
+    "path_to_docs": "",  # paths of pages in the repository = their paths in the source folder
+    "use_repository_button": True,
+    "use_download_button": True,
+    "launch_buttons": {"binderhub_url": BINDERHUB, "notebook_interface": NOTEBOOK_INTERFACE},
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    # The sidebar has the search field; without this the parent theme adds a second one in a top bar.
+    "navbar_persistent": [],
+}
+# Light or dark as the reader's system prefers (the theme logs a console error when this is unset).
+html_context = {"default_mode": "auto"}
+html_static_path = ["_static"]
+html_css_files = ["site.css"]
+html_extra_path = ["_extra"]  # index.html at the top of the site, forwarding to site/index.html
+# The download button offers the notebook itself (`_sources/notebooks/01_one_head.ipynb`).
+html_sourcelink_suffix = ""
+html_show_copyright = False

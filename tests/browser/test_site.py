@@ -1,0 +1,279 @@
+"""The website of the lessons in a real browser, opened from disk (file:// URLs, no server).
+
+The site is built afresh into a temporary folder with `scripts/build_site.sh` (a few seconds), then
+headless Chromium opens the top of the site, which forwards to the landing page, and lesson 06, the
+one lesson with maths, figures, widgets, predictions and solutions together. It checks that:
+
+* the landing page's navigation lists every lesson in order, and each link opens that lesson;
+* every figure of lesson 06 is on the page and loaded (``naturalWidth > 0``);
+* the lesson's formula was typeset by MathJax from the site's own copy (no request leaves file://);
+* every solution is folded, shows its code only after a click, and its checker's verdict stays visible;
+* every **Predict:** line comes before the cell that reveals the answer;
+* each live widget is replaced by its note, and the next cell's printed output is there;
+* the Binder button opens the README's link for the lesson and the download button gives the
+  committed notebook, byte for byte.
+
+Screenshots go to pytest's tmp_path. Without Chromium or Playwright the test skips (conftest.py),
+and so it does without the site tools (`pip install -r requirements-site.txt`).
+`BROWSER_TEST_NOTEBOOKS=/path` builds the site from other notebooks, as for the other browser tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = Path(os.environ.get("BROWSER_TEST_NOTEBOOKS", REPO / "notebooks"))
+LESSON = "06_grouped_query_attention"
+VIEWPORT = {"width": 1280, "height": 1000}
+SITE_TOOLS = ("sphinx", "myst_nb", "sphinx_book_theme")
+INSTALL_SITE_TOOLS = "the site tools are not installed: `.venv/bin/pip install -r requirements-site.txt` installs them"
+BUILD_SECONDS = 120
+MATHJAX_SECONDS = 15.0
+BADGE = re.compile(r"\(https://mybinder\.org/badge_logo\.svg\)\]\(([^)\s]+)\)")
+
+# For each "Predict:" paragraph (its first words in bold), whether it sits inside a folded block,
+# and the code of the first cell after it in the page.
+PREDICTIONS_JS = """
+() => Array.from(document.querySelectorAll('article p')).filter(p => {
+  const first = p.querySelector('strong');
+  return first && first.textContent.trim() === 'Predict:';
+}).map(p => {
+  const cells = Array.from(document.querySelectorAll('article div.cell'));
+  const next = cells.find(cell => p.compareDocumentPosition(cell) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const input = next ? next.querySelector('.cell_input') : null;
+  return {folded: p.closest('details') !== null, next: input ? input.innerText.trim() : ''};
+})
+"""
+IMAGES_JS = """
+() => Array.from(document.querySelectorAll('article .cell_output img')).map(img => ({
+  src: img.getAttribute('src'), complete: img.complete, width: img.naturalWidth,
+}))
+"""
+
+
+def cells(notebook: Path) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return found
+
+
+def source(cell: dict[str, Any]) -> str:
+    text = cell["source"]
+    return text if isinstance(text, str) else "".join(text)
+
+
+def outputs(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = cell.get("outputs", [])
+    return found
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip()
+
+
+def next_code_cell(all_cells: list[dict[str, Any]], index: int) -> dict[str, Any]:
+    return next(cell for cell in all_cells[index + 1 :] if cell["cell_type"] == "code")
+
+
+def lessons() -> list[str]:
+    return [path.stem for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+
+
+def source_tree(tmp: Path) -> Path:
+    """The folder to build from: the repository, or a copy of its layout holding BROWSER_TEST_NOTEBOOKS."""
+    if NOTEBOOKS.resolve() == (REPO / "notebooks").resolve():
+        return REPO
+    tree = tmp / "source"
+    (tree / "site").mkdir(parents=True)
+    shutil.copy2(REPO / "site" / "index.md", tree / "site" / "index.md")
+    shutil.copytree(NOTEBOOKS, tree / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return tree
+
+
+@pytest.fixture(scope="module")
+def built_site(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the site into a fresh temporary folder; fail with Sphinx's messages if it warns."""
+    if any(importlib.util.find_spec(tool) is None for tool in SITE_TOOLS):
+        pytest.skip(INSTALL_SITE_TOOLS)
+    base = tmp_path_factory.mktemp("website")
+    out = base / "site"
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build_site.sh"), str(out), str(source_tree(base))],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_SECONDS,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"scripts/build_site.sh failed (exit {result.returncode}):\n{result.stderr}")
+    return out
+
+
+class PageWatch:
+    """What a page asked the network for, and what went wrong in it."""
+
+    def __init__(self, page: Any) -> None:
+        self.remote: list[str] = []
+        self.errors: list[str] = []
+        page.on("request", self.on_request)
+        page.on("console", self.on_console)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def on_request(self, request: Any) -> None:
+        if not request.url.startswith(("file:", "data:", "blob:")):
+            self.remote.append(request.url)
+
+    def on_console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
+
+    def assert_clean(self, where: str) -> None:
+        assert not self.remote, f"{where} asked the network for {self.remote} (the site must work offline)"
+        assert not self.errors, f"{where}: errors in the browser console: {self.errors}"
+
+
+def path_of(url: str) -> Path:
+    return Path(unquote(urlparse(url).path))
+
+
+def check_navigation(page: Any, site: Path, shots: Path) -> None:
+    """The landing page lists every lesson in its sidebar, in order, and each link opens that lesson."""
+    page.goto((site / "index.html").as_uri())
+    page.wait_for_url("**/site/index.html")
+    assert page.locator("article h1").first.inner_text().startswith("Several Heads")
+    page.screenshot(path=str(shots / "landing.png"), full_page=True)
+    links = page.eval_on_selector_all("nav.bd-docs-nav a.reference.internal", "links => links.map(a => a.href)")
+    lesson_links = [link for link in links if "/notebooks/" in link]
+    assert [path_of(link).stem for link in lesson_links] == lessons(), f"the sidebar lists {lesson_links}"
+    table_links = page.eval_on_selector_all("article table a", "links => links.map(a => a.href)")
+    assert table_links == lesson_links, "the landing page's table of lessons should link every lesson in order"
+    for link, lesson in zip(lesson_links, lessons(), strict=True):
+        assert path_of(link).is_file(), f"the sidebar links {link}, which was not built"
+        page.goto(link)
+        heading = page.locator("article h1").first.inner_text()
+        assert heading.startswith(f"Lesson {lesson[:2]}"), f"{link} opens a page titled {heading!r}"
+
+
+def check_figures(page: Any, notebook_cells: list[dict[str, Any]]) -> None:
+    expected = sum("image/png" in output.get("data", {}) for cell in notebook_cells for output in outputs(cell))
+    page.wait_for_load_state("load")
+    images = page.evaluate(IMAGES_JS)
+    assert len(images) == expected, f"{LESSON} stores {expected} figures, the page shows {len(images)}"
+    broken = [image["src"] for image in images if not image["complete"] or image["width"] == 0]
+    assert not broken, f"figures that did not load: {broken}"
+
+
+def check_maths(page: Any, notebook_cells: list[dict[str, Any]], shots: Path) -> None:
+    formulas = sum(source(cell).count("$$") // 2 for cell in notebook_cells if cell["cell_type"] == "markdown")
+    assert formulas > 0, f"{LESSON} has no $$...$$ formula any more; check the maths on another lesson"
+    page.wait_for_function(
+        f"document.querySelectorAll('mjx-container').length === {formulas}", timeout=MATHJAX_SECONDS * 1000
+    )
+    containers = page.locator("mjx-container")
+    for i in range(formulas):
+        formula = containers.nth(i)
+        assert formula.locator("mjx-merror").count() == 0, f"MathJax could not typeset formula {i}"
+        assert formula.bounding_box()["width"] > 0
+    # The TeX source is gone from the page: what the reader sees is the typeset formula.
+    assert "\\text{" not in page.locator("article").inner_text()
+    containers.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "maths.png"))
+
+
+def check_solutions(page: Any, notebook_cells: list[dict[str, Any]], shots: Path) -> None:
+    solutions = [cell for cell in notebook_cells if "solution" in cell.get("metadata", {}).get("tags", [])]
+    folded = page.locator("article div.cell.tag_solution")
+    assert solutions and folded.count() == len(solutions), f"{len(solutions)} solutions, {folded.count()} on the page"
+    for i in range(folded.count()):
+        details = folded.nth(i).locator("details")
+        assert details.count() == 1 and details.get_attribute("open") is None, f"solution {i} is not folded"
+        assert not folded.nth(i).locator(".cell_input").is_visible(), f"solution {i} shows its code unasked"
+        # The checker's verdict, printed by the solution cell, stays in view below the fold.
+        assert "correct" in folded.nth(i).locator(".cell_output").inner_text()
+    first = folded.first
+    first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "solution_folded.png"))
+    first.locator("summary").click()
+    first.locator(".cell_input").wait_for(state="visible", timeout=5_000)
+    # The code fades in (0.3 s); let that finish so the screenshot shows it as the reader will.
+    first.locator("details").evaluate("d => Promise.all(d.getAnimations({subtree: true}).map(a => a.finished))")
+    assert first.locator(".cell_input").inner_text().strip().startswith(first_line(source(solutions[0])))
+    page.screenshot(path=str(shots / "solution_open.png"))
+
+
+def check_predictions(page: Any, notebook_cells: list[dict[str, Any]]) -> None:
+    reveals = [
+        first_line(source(next_code_cell(notebook_cells, i)))
+        for i, cell in enumerate(notebook_cells)
+        if cell["cell_type"] == "markdown" and "**Predict:**" in source(cell)
+    ]
+    shown = page.evaluate(PREDICTIONS_JS)
+    assert reveals and len(shown) == len(reveals), f"{len(reveals)} predictions in {LESSON}, {len(shown)} on the page"
+    for prediction, reveal in zip(shown, reveals, strict=True):
+        assert not prediction["folded"], "a Predict: line is folded away"
+        assert prediction["next"].startswith(reveal), f"a Predict: line is followed by {prediction['next'][:60]!r}"
+
+
+def check_widget_notes(page: Any, notebook_cells: list[dict[str, Any]], shots: Path) -> None:
+    widget_view = "application/vnd.jupyter.widget-view+json"
+    widget_cells = [
+        i for i, cell in enumerate(notebook_cells) if any(widget_view in o.get("data", {}) for o in outputs(cell))
+    ]
+    notes = page.locator("article .lesson-widget-note")
+    assert widget_cells and notes.count() == len(widget_cells), f"{notes.count()} notes for {len(widget_cells)} widgets"
+    assert page.locator(f'script[type="{widget_view}"]').count() == 0, "a widget view was written into the page"
+    text = page.locator("article").inner_text()
+    for i in range(notes.count()):
+        assert notes.nth(i).is_visible() and "Binder" in notes.nth(i).inner_text()
+    for index in widget_cells:
+        printed = "".join(
+            "".join(o["text"]) for o in outputs(next_code_cell(notebook_cells, index)) if o["output_type"] == "stream"
+        )
+        assert printed and first_line(printed) in text, f"the output of the cell after widget cell {index} is missing"
+    notes.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "widget_note.png"))
+
+
+def check_buttons(page: Any, notebook: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    badge = next(link for link in BADGE.findall(readme) if link.endswith(f"/{LESSON}.ipynb"))
+    assert page.locator(f'a[href="{badge}"]').count() == 1, f"no Binder button opening {badge}"
+    assert page.locator(".dropdown-launch-buttons").is_visible()
+    download = page.locator(f'a[href$="_sources/notebooks/{LESSON}.ipynb"]')
+    assert download.count() == 1 and page.locator(".dropdown-download-buttons").is_visible()
+    offered = path_of(download.evaluate("a => a.href"))
+    assert offered.read_bytes() == notebook.read_bytes(), "the download button does not give the committed notebook"
+
+
+def test_the_website_in_chromium(built_site: Path, browser: Any, tmp_path: Path) -> None:
+    notebook = NOTEBOOKS / f"{LESSON}.ipynb"
+    notebook_cells = cells(notebook)
+    page = browser.new_page(viewport=VIEWPORT)
+    watch = PageWatch(page)
+    try:
+        check_navigation(page, built_site, tmp_path)
+        watch.assert_clean("the landing page and the lessons")
+
+        page.goto((built_site / "notebooks" / f"{LESSON}.html").as_uri())
+        page.screenshot(path=str(tmp_path / "lesson_top.png"))
+        check_buttons(page, notebook)
+        check_figures(page, notebook_cells)
+        check_maths(page, notebook_cells, tmp_path)
+        check_predictions(page, notebook_cells)
+        check_widget_notes(page, notebook_cells, tmp_path)
+        check_solutions(page, notebook_cells, tmp_path)
+        watch.assert_clean(f"the page of {LESSON}")
+    finally:
+        with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
+            page.screenshot(path=str(tmp_path / "last_state.png"), full_page=True)
+        page.close()

@@ -111,13 +111,14 @@ def test_array_answer_values() -> None:
 
 def test_int_answer_values() -> None:
     assert int_answer("q", np.int64(3), "x") == 3 and type(int_answer("q", np.int64(3), "x")) is int
-    assert int_answer("q", 4.0, "x") == 4
+    assert_failed(int_answer("q", 4.0, "x"), "4.0 is a float", "asks for an int", "use `//`")
     assert int_answer("q", np.array([7]), "x") == 7
-    assert int_answer("q", torch.tensor(5.0, requires_grad=True), "x") == 5
+    assert int_answer("q", torch.tensor(5, requires_grad=False), "x") == 5
+    assert_failed(int_answer("q", torch.tensor(5.0, requires_grad=True), "x"), "5.0 is a float")
     assert int_answer("q", 2**70, "x") == 2**70  # a Python int too big for int64 stays exact
-    assert_failed(int_answer("q", True, "x"), "expected one whole number, got the boolean True")
+    assert_failed(int_answer("q", True, "x"), "expected one whole number (an int), got the boolean True")
     assert_failed(int_answer("q", np.bool_(False), "x"), "boolean")
-    assert_failed(int_answer("q", 2.5, "x"), "expected one whole number, got 2.5")
+    assert_failed(int_answer("q", 2.5, "x"), "expected one whole number (an int), got the float 2.5")
     assert_failed(int_answer("q", math.nan, "x"), "whole number", "nan")
     assert_failed(int_answer("q", math.inf, "x"), "whole number")
     assert_failed(int_answer("q", "12", "x"), "str '12'")
@@ -367,3 +368,54 @@ def test_unanswered_verdict_prints_its_own_mark() -> None:
     assert not verdict and not verdict.answered
     assert repr(verdict) == "[mask] not answered yet: replace None with a (T, S) boolean array"
     assert repr(failed("mask", "inverted")) == "[mask] not yet: inverted"
+
+
+# ---- the shared refusals: a library call, the wrong kind of array, rounding ------------------
+
+
+def test_forbidden_call_finds_every_way_of_calling_the_library() -> None:
+    from lessons_lib.checks import forbidden_call
+    from lessons_lib.mha_numpy import split_heads as renamed
+
+    def by_attribute(x: Any, h: int) -> Any:
+        return mha_numpy.split_heads(x, h)
+
+    def by_alias(x: Any, h: int) -> Any:
+        return renamed(x, h)
+
+    def in_a_lambda(x: Any, h: int) -> Any:
+        return (lambda: mha_numpy.split_heads(x, h))()
+
+    def own_work(x: Any, h: int) -> Any:
+        return x.reshape(1, 2)
+
+    wording = "your function calls the library's split_heads, which is the function this exercise asks you to write"
+    for function in (by_attribute, by_alias, in_a_lambda, mha_numpy.split_heads):
+        assert_failed(forbidden_call("q", function, "merge_heads", "split_heads"), wording)
+    assert forbidden_call("q", own_work, "split_heads") is None
+
+    def split_heads(x: Any, h: int) -> Any:  # the learner's own function may share the library's name
+        return x
+
+    assert forbidden_call("q", split_heads, "split_heads") is None
+
+
+def test_same_kind_names_library_and_dtype() -> None:
+    from lessons_lib.checks import same_kind
+
+    assert same_kind("q", np.zeros(2), np.ones(3)) is None
+    assert same_kind("q", torch.zeros(2), torch.ones(3)) is None
+    assert_failed(same_kind("q", np.zeros(2), torch.zeros(2)), "given a torch tensor and must return a torch tensor",
+                  "got NumPy array")
+    assert_failed(same_kind("q", torch.zeros(2), np.zeros(2)), "given a NumPy array", "got torch tensor")
+    assert_failed(same_kind("q", np.zeros(2, np.float32), np.zeros(2)), "given float64 numbers and returned float32")
+
+
+def test_rounding_as_printed_is_accepted_and_named() -> None:
+    from lessons_lib.checks import precision_problem, rounded_match
+
+    assert rounded_match(4.10, 4.1034, 2) and rounded_match(4.1034, 4.1034, 2)
+    assert not rounded_match(4.11, 4.1034, 2) and not rounded_match(math.nan, 4.1, 2)
+    assert precision_problem("q", 4.10, 4.1034, 2) is None  # accepted: nothing to say
+    assert_failed(precision_problem("q", 4.12, 4.1034, 2), "close, but 4.12", "rounding to 2 decimals")
+    assert precision_problem("q", 3.0, 4.1034, 2) is None  # a real mistake, not rounding

@@ -11,7 +11,11 @@ explains a wrong answer. They share:
 - readers for a checker's own problem inputs, which raise on a bad one (a bug in the calling code):
   `reference_array` and `reference_mask`;
 - one comparison policy: `same` compares integers exactly and floats up to `RTOL` and `ATOL`;
-  `first_match` names the first known mistake an answer equals.
+  `first_match` names the first known mistake an answer equals; `rounded_match` accepts a number
+  rounded as the lesson prints it and `precision_problem` says when rounding is the only problem;
+- one refusal, worded the same in every lesson, for an exercise that calls the finished library
+  function it asks the learner to write: `forbidden_call`;
+- one check that a function exercise returns the kind of array it was given: `same_kind`.
 
 Only NumPy is imported; torch tensors are accepted too and converted with `as_numpy`.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import dis
 import numbers
 import reprlib
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +36,13 @@ from numpy.typing import NDArray
 __all__ = [
     "ATOL",
     "RTOL",
+    "SOLUTION_FIRST_LINE",
     "Verdict",
     "array_answer",
     "as_numpy",
     "failed",
     "first_match",
+    "forbidden_call",
     "function_answer",
     "int_answer",
     "int_array_answer",
@@ -43,11 +50,18 @@ __all__ = [
     "mask_answer",
     "number_answer",
     "passed",
+    "precision_problem",
     "reference_array",
     "reference_mask",
+    "rounded_match",
     "same",
+    "same_kind",
     "unanswered",
+    "uses_name",
 ]
+
+# The first line of every solution cell: it is what a collapsed solution shows, so it gives nothing away.
+SOLUTION_FIRST_LINE = "# Solution (open it only after you have tried)"
 
 Floats = NDArray[np.float64]
 
@@ -211,13 +225,18 @@ def number_answer(question: str, answer: Any, what: str) -> float | Verdict:
 
 
 def int_answer(question: str, answer: Any, what: str) -> int | Verdict:
-    """The learner's ``answer`` as one whole number (``4.0`` counts, ``2.5`` does not), or a `Verdict`."""
-    value = _one_value(question, answer, what, "one whole number")
+    """The learner's ``answer`` as one ``int`` (Python or NumPy integer), or a `Verdict`.
+
+    A float is refused even when it is whole (``4.0``), with a message that names the type: the
+    question asks for a count, and ``/`` in Python always gives a float.
+    """
+    value = _one_value(question, answer, what, "one whole number (an int)")
     if isinstance(value, (int, Verdict)):
         return value
-    if not value.is_integer():  # also catches nan and inf
-        return failed(question, f"expected one whole number, got {value!r}")
-    return int(value)
+    if value.is_integer():
+        return failed(question, f"{value!r} is a float, and the question asks for an int (a count): `/` always "
+                                "gives a float in Python; use `//` or int(...)")
+    return failed(question, f"expected one whole number (an int), got the float {value!r}")
 
 
 def int_array_answer(question: str, answer: Any, what: str) -> NDArray[np.int64] | Verdict:
@@ -246,6 +265,90 @@ def mask_answer(question: str, answer: Any, what: str) -> NDArray[Any] | Verdict
     if array.dtype.kind not in "biuf":
         return failed(question, f"expected a boolean mask, got dtype {array.dtype}")
     return array
+
+
+def same_kind(question: str, result: Any, given: Any) -> Verdict | None:
+    """``None`` when a function exercise returned the same kind of array it was given (a NumPy
+    array for a NumPy array, a torch tensor for a tensor, with the same floating dtype), else a
+    failed `Verdict` that names what came back and what was expected."""
+    def kind(value: Any) -> str:
+        return "torch tensor" if hasattr(value, "detach") else "NumPy array" if isinstance(value, np.ndarray) else ""
+
+    want, got = kind(given), kind(result)
+    if want and got != want:
+        got_text = got or type(result).__name__
+        return failed(question, f"the function was given a {want} and must return a {want}, got {got_text}: "
+                                "stay in the input's library (no conversion)")
+    given_dtype, result_dtype = getattr(given, "dtype", None), getattr(result, "dtype", None)
+    if given_dtype is not None and result_dtype is not None and str(result_dtype) != str(given_dtype):
+        return failed(question, f"the function was given {given_dtype} numbers and returned {result_dtype}: "
+                                "keep the input's dtype (no cast, no new array of another dtype)")
+    return None
+
+
+def _is_library(value: Any, name: str) -> bool:
+    return getattr(value, "__name__", None) == name and str(getattr(value, "__module__", "")).startswith("lessons_lib")
+
+
+def uses_name(function: Any, name: str) -> bool:
+    """Whether ``function`` is the library's ``name`` itself or its code (nested functions and
+    lambdas too) refers to it: as an attribute (``mha_numpy.name``), a global, or an imported alias.
+    A function of the learner's own that happens to share the name does not count."""
+    if _is_library(function, name):
+        return True
+    code = getattr(function, "__code__", None)
+    stack = [code] if isinstance(code, types.CodeType) else []
+    namespace = dict(getattr(function, "__globals__", {}))
+    cells = getattr(function, "__closure__", None) or ()
+    for variable, cell in zip(getattr(code, "co_freevars", ()), cells, strict=False):
+        try:
+            namespace[variable] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    while stack:
+        code = stack.pop()
+        for step in dis.get_instructions(code):
+            if step.opname in ("LOAD_ATTR", "LOAD_METHOD") and step.argval == name:
+                return True  # module.name(...)
+            loads_name = step.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF")
+            if loads_name and _is_library(namespace.get(step.argval), name):
+                return True  # name(...) or an alias imported from the library
+        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return False
+
+
+def forbidden_call(question: str, function: Any, *names: str) -> Verdict | None:
+    """A failed `Verdict` when the learner's ``function`` calls one of the finished library
+    functions ``names`` that the exercise asks them to write; ``None`` otherwise.
+
+    The wording is the same in every lesson; checkers call it before running the function.
+    """
+    for name in names:
+        if uses_name(function, name):
+            return failed(question, f"your function calls the library's {name}, which is the function this exercise "
+                                    f"asks you to write: build it from NumPy / torch operations yourself")
+    return None
+
+
+def rounded_match(value: float, expected: float, decimals: int) -> bool:
+    """True when ``value`` equals ``expected`` rounded to ``decimals`` places (as the lesson prints it),
+    or equals it within the usual tolerance."""
+    if same(value, expected):
+        return True
+    return bool(np.isfinite(value)) and abs(value - expected) <= 0.5 * 10.0**-decimals + 1e-12 * max(1.0, abs(expected))
+
+
+def precision_problem(question: str, value: float, expected: float, decimals: int) -> Verdict | None:
+    """A failed `Verdict` when ``value`` is off from ``expected`` only by rounding (within 1% or 10
+    units of the last printed place), saying so; ``None`` when the difference is a real mistake."""
+    difference = abs(value - expected)
+    if not np.isfinite(value) or rounded_match(value, expected, decimals):
+        return None
+    if difference <= max(0.01 * abs(expected), 10 * 10.0**-decimals):
+        return failed(question, f"close, but {value!r} differs from the answer by {difference:.2g}, more than rounding "
+                                f"to {decimals} decimals explains: keep more digits (use the computed variable, "
+                                "not a number you copied)")
+    return None
 
 
 # ----- comparing ------------------------------------------------------------------------------

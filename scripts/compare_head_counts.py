@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lessons_lib.inspect_heads import trained_behaviour
-from lessons_lib.toy_task import COMPARISON_PATH, TARGET_NAMES, ToyConfig, compare_head_counts
+from lessons_lib.toy_task import COMPARISON_PATH, COMPARISON_SEEDS, TARGET_NAMES, ToyConfig, compare_head_counts
 
 DESCRIPTION = "one head of width D vs h heads of width D/h on the toy task of lesson 05, several seeds"
 
 
-def comparison_record() -> dict[str, Any]:
-    """Every run of the shipped comparison, with where each trained model's heads look."""
-    record = compare_head_counts(ToyConfig(), measure=trained_behaviour)
+def comparison_record(seeds: Sequence[int] = COMPARISON_SEEDS) -> dict[str, Any]:
+    """Every run of the shipped comparison (or of the given ``seeds`` only, as the retraining test
+    does), with where each trained model's heads look."""
+    record = compare_head_counts(ToyConfig(), seeds=seeds, measure=trained_behaviour)
     return {"what": DESCRIPTION, "written_by": "scripts/compare_head_counts.py", **record}
 
 

@@ -22,6 +22,7 @@ The machinery is first tried on small notebooks made here, one per kind of probl
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -282,3 +283,24 @@ def test_split_check_keeps_the_setup_and_the_printed_expression() -> None:
     setup, verdict = split_check("width = 5\nsizes = [\n    1,\n]\nprint(checks.check_area(area,\n  width))")
     assert setup == "width = 5\nsizes = [\n    1,\n]"
     assert verdict == "checks.check_area(area,\n  width)"
+
+
+def test_regenerating_a_lesson_refuses_a_solution_that_prints(tmp_path: Path) -> None:
+    """scripts/regenerate_notebooks.py stops, and leaves the notebook as it was, when a solution
+    cell produces output; a silent solution is written normally."""
+    spec = importlib.util.spec_from_file_location("regenerate_notebooks", ROOT / "scripts" / "regenerate_notebooks.py")
+    assert spec is not None and spec.loader is not None
+    regenerate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regenerate)
+    loud = tmp_path / "loud.ipynb"
+    solution = new_code_cell(f"{SOLUTION_FIRST_LINE}\nanswer = 2\nanswer", metadata={"tags": ["solution"]})
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1"), solution]), loud)  # type: ignore[no-untyped-call]
+    before = loud.read_bytes()
+    silent = tmp_path / "silent.ipynb"
+    solution = new_code_cell(f"{SOLUTION_FIRST_LINE}\nanswer = 2", metadata={"tags": ["solution"]})
+    nbformat.write(new_notebook(cells=[new_code_cell("print(1)"), solution]), silent)  # type: ignore[no-untyped-call]
+    assert regenerate.main([str(loud), str(silent)]) == 1
+    assert loud.read_bytes() == before
+    written = nbformat.read(silent, as_version=4)  # type: ignore[no-untyped-call]
+    assert [cell.execution_count for cell in written.cells] == [1, 2]
+    assert written.cells[0].outputs[0].text == "1\n"

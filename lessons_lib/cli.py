@@ -408,12 +408,28 @@ COMMANDS = [
 ]
 
 
+OVERVIEW = f"""\
+Your own copy of the Several Heads lessons on multi-head attention, JupyterLab on it, and the
+instructors' version without solutions.
+
+  {PROGRAM} lab                    write or refresh my-lessons/, open lesson 01 in JupyterLab
+  {PROGRAM} prepare DIR            write or refresh your copy in DIR
+  {PROGRAM} lab --fresh 02         set your copy of lesson 02 aside, write a fresh one, open lab
+  {PROGRAM} student DIR            the instructors' hand-out: no solutions, no outputs
+
+Your copy has no stored outputs (a prediction's answer appears when you run its cell), blank
+exercises and collapsed solutions. Refreshing it adds new lessons and updates the ones you have
+not edited; a lesson you have edited is kept as it is (running cells does not count as editing),
+and nothing is ever deleted.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
-        description="The Several Heads lessons on multi-head attention: your own copy, JupyterLab on it, and "
-        "the instructors' version.",
-        epilog=f"Start with `{PROGRAM} lab`. `{PROGRAM} COMMAND --help` explains one command.",
+        description=OVERVIEW,
+        epilog=f"`{PROGRAM} COMMAND --help` explains one command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:

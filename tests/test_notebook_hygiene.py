@@ -283,6 +283,11 @@ def exercise_problems(nb: Notebook) -> list[str]:
     tasks = [
         i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown" and source(cell).startswith("**Your turn")
     ]
+    problems += [
+        f"cell {i}: a 'Your turn' task is a markdown cell of its own that starts with '**Your turn N** (...): '"
+        for i, cell in enumerate(cells)
+        if i not in tasks and re.search(r"\*\*Your turn \d", source(cell))  # prose may name "Your turn 3"
+    ]
     for position, i in enumerate(tasks, 1):
         match = YOUR_TURN.match(source(cells[i]))
         if match is None:
@@ -580,6 +585,11 @@ def text_between_task_and_exercise(nb: Notebook) -> None:
     nb["cells"].insert(exercise_cells(nb)[0], markdown("Some more words."))
 
 
+def task_inside_other_text(nb: Notebook) -> None:
+    task = exercise_cells(nb)[0] - 1
+    nb["cells"][task]["source"] = "Now an exercise.\n\n" + nb["cells"][task]["source"]
+
+
 def expanded_solution(nb: Notebook) -> None:
     cell_after_exercise(nb, "solution")["metadata"].pop("jupyter")
 
@@ -680,6 +690,7 @@ BROKEN = [
     ("exercises", difficulty_out_of_range),
     ("exercises", numbers_out_of_order),
     ("exercises", text_between_task_and_exercise),
+    ("exercises", task_inside_other_text),
     ("exercises", expanded_solution),
     ("exercises", solution_open_on_the_website),
     ("exercises", check_says_correct),

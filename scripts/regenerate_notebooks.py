@@ -5,6 +5,10 @@
 
 Execution counts then read 1, 2, 3, ... which the hygiene test checks. Run it after editing a
 lesson, then run the test command from the README to see what changed.
+
+A solution cell (tag ``solution``) must run silently: its stored output would show the answer under
+the collapsed solution. If one produces any output the script stops with an error naming the
+cells, and does not write that notebook.
 """
 
 from __future__ import annotations
@@ -38,9 +42,24 @@ def merge_streams(outputs: list[Any]) -> list[Any]:
     return merged
 
 
+class LoudSolution(Exception):
+    """A solution cell produced output: the notebook is left as it was."""
+
+
+def loud_solutions(notebook: Any) -> list[str]:
+    """One line for each solution cell that produced output: its position and the output's start."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if "solution" in cell.metadata.get("tags", []) and cell.get("outputs"):
+            first = cell.outputs[0]
+            shown = first.get("text") or first.get("ename") or next(iter(first.get("data", {})), first.output_type)
+            found.append(f"cell {index}: {str(shown).strip()[:100]!r}")
+    return found
+
+
 def regenerate(path: Path) -> float:
     """Execute ``path`` in a fresh ``python3`` kernel, write it back; return seconds taken."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)  # timestamps an earlier run (or another tool) stored
@@ -57,16 +76,28 @@ def regenerate(path: Path) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = merge_streams(cell.outputs)
-    nbformat.write(notebook, path)
+    loud = loud_solutions(notebook)
+    if loud:
+        raise LoudSolution(
+            f"{path}: NOT written: these solution cells produced output (a solution is the answer code only: "
+            "no print, no checker call, nothing displayed):\n  " + "\n  ".join(loud)
+        )
+    nbformat.write(notebook, path)  # type: ignore[no-untyped-call]
     return time.perf_counter() - start
 
 
 def main(argv: list[str]) -> int:
     paths = [Path(p).resolve() for p in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    failed = 0
     for path in paths:
-        seconds = regenerate(path)
+        try:
+            seconds = regenerate(path)
+        except LoudSolution as error:
+            print(f"ERROR: {error}", file=sys.stderr)
+            failed += 1
+            continue
         print(f"{path}: executed in {seconds:.1f} s")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ nb_code_prompt_show = "Show the solution"
 nb_code_prompt_hide = "Hide the solution"
 myst_enable_extensions = ["dollarmath", "substitution"]
 myst_substitutions = {
-    "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}notebooks/01_one_head.ipynb)",
+    # the learner copy that binder/postBuild writes, as the README's badges open it (no stored answers)
+    "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}my-lessons/01_one_head.ipynb)",
     "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
 }
 

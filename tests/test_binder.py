@@ -8,7 +8,9 @@ files must be kept in step by hand; these tests catch the drift:
   without its local `+cpu` tag),
 * Binder installs the CPU build of torch from the PyTorch CPU wheel index, as an extra index,
 * Binder installs this repository's lessons_lib,
-* runtime.txt names a Python that pyproject.toml and the pinned packages support.
+* runtime.txt names a Python that pyproject.toml and the pinned packages support,
+* postBuild writes the learner copy (`several-heads prepare my-lessons`) that every README badge
+  opens, and it does (run here with the command on PATH).
 
 When jupyter-repo2docker is installed, one more test asks it for the Dockerfile it would build
 (`--no-build --debug` needs no Docker engine) and checks that plan.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -30,6 +33,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from lessons_lib import cli
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,6 +49,8 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # what builds the Binder image, not something to run inside it.
 ROOT_ONLY = {"playwright", "jupyter-repo2docker"}
 LOCAL_PACKAGE_LINES = {"-e .", "--editable .", "--editable=.", "."}
+LEARNER_COPY = "my-lessons"
+BADGE_URLPATH = re.compile(r"\]\(https://mybinder\.org/v2/gh/[^)\s]*\?urlpath=lab/tree/([^)\s]+)\)")
 
 
 def requirement_lines(path: Path) -> list[str]:
@@ -175,11 +182,47 @@ def test_repo2docker_build_plan_installs_binder_requirements_on_python_311(tmp_p
     # the lock file name appears escaped in COPY lines ('.' -> '-2e', '-' -> '-2d')
     python_311 = r"environment(\.|-2e)py(-|-2d)3(\.|-2e)11"
     assert re.search(python_311, plan), "the base environment is not the Python 3.11 one"
+    assert re.search(r"^RUN \./binder/postBuild$", plan, re.M), f"the build plan never runs binder/postBuild:\n{plan}"
     copy_repo = plan.find("COPY --chown=1000:1000 src/ ${REPO_DIR}/")
     pip_install = plan.find('${KERNEL_PYTHON_PREFIX}/bin/pip install --no-cache-dir -r "binder/requirements.txt"')
     assert pip_install >= 0, f"the build plan never installs binder/requirements.txt:\n{plan}"
     # `-e .` needs the whole repository in place, owned by the user, before pip runs.
     assert 0 <= copy_repo < pip_install, "binder/requirements.txt is installed before the repository is copied in"
+    # postBuild calls `several-heads`, which `-e .` in binder/requirements.txt installs.
+    assert pip_install < plan.find("RUN ./binder/postBuild"), "postBuild runs before lessons_lib is installed"
     assert re.search(r"^USER \$\{NB_USER\}\s*\nRUN \$\{KERNEL_PYTHON_PREFIX\}/bin/pip install", plan, re.M), (
         "pip should run as the notebook user"
     )
+
+
+def test_post_build_writes_the_learner_copy(tmp_path: Path) -> None:
+    """binder/postBuild, run as repo2docker runs it (from the repository's folder, here a temporary
+    one, with the package's console script on PATH), writes my-lessons/ with every lesson."""
+    post_build = BINDER / "postBuild"
+    assert post_build.is_file() and os.access(post_build, os.X_OK), "binder/postBuild must exist and be executable"
+    assert f"several-heads prepare {LEARNER_COPY}" in post_build.read_text(encoding="utf-8")
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    shim = shims / "several-heads"  # what `pip install -e .` puts on PATH on Binder
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lessons_lib.cli "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([str(post_build)], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lessons = [path.name for path in cli.find_lessons(None)]
+    assert sorted(path.name for path in (tmp_path / LEARNER_COPY).glob("*.ipynb")) == lessons
+    assert "01_one_head.ipynb" in result.stdout and "added" in result.stdout
+
+
+def test_every_badge_opens_the_learner_copy_of_a_lesson() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = BADGE_URLPATH.findall(readme)
+    assert targets, "README.md has no Binder badge opening JupyterLab (urlpath=lab/tree/...)"
+    assert len(targets) == readme.count("(https://mybinder.org/badge_logo.svg)"), "a badge opens something else"
+    lessons = {path.name for path in cli.find_lessons(None)}
+    for target in targets:
+        folder, _, name = target.partition("/")
+        assert folder == LEARNER_COPY and name in lessons, (
+            f"the badge opening {target} should open the learner copy, lab/tree/{LEARNER_COPY}/<lesson>.ipynb "
+            "(binder/postBuild writes it; notebooks/ has every answer stored under its cell)"
+        )

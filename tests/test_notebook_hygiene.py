@@ -7,6 +7,7 @@ catch a problem even before any lesson exists.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Callable
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from lessons_lib.checks import SOLUTION_FIRST_LINE
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -190,41 +193,160 @@ def all_output_text(cell: dict[str, Any]) -> str:
     return "\n".join(text for output in cell.get("outputs", []) for text in output_texts(output))
 
 
-MINUTES = re.compile(r"\b\d+(\s*-\s*\d+)?\s*min", re.IGNORECASE)
+# The exercise format (issue 19): the task's first words, a collapsed hint, what a check cell ends with.
+YOUR_TURN = re.compile(r"\*\*Your turn (\d+)\*\* \(difficulty ([1-3])/3, importance ([1-3])/3, about (\d+) min\): \S")
+HINT = re.compile(r"<details><summary>Hint</summary>\n\n(?=.*\S).+\n\n</details>\n?", re.DOTALL)
+HINT_FROM_MINUTES = 5
+
+
+def _is_checker_print(statement: ast.stmt) -> bool:
+    """``print(<module>.check_<something>(...))``: a check cell's last statement."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"):
+        return False
+    if len(call.args) != 1 or call.keywords:
+        return False
+    inner = call.args[0]
+    return (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and isinstance(inner.func.value, ast.Name)
+        and inner.func.attr.startswith("check_")
+    )
+
+
+def _calls(text: str) -> list[str]:
+    """The names of the functions and methods a cell calls (empty when it is not plain Python)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                names.append(node.func.id)
+            elif isinstance(node.func, ast.Attribute):
+                names.append(node.func.attr)
+    return names
+
+
+def _check_cell_problems(where: str, check: dict[str, Any]) -> list[str]:
+    problems = []
+    try:
+        body = ast.parse(source(check)).body
+    except SyntaxError:
+        body = []
+    if not body or not _is_checker_print(body[-1]):
+        problems.append(f"{where}: the check cell's last statement must be print(<module>.check_<something>(...))")
+    text = all_output_text(check)
+    if "not answered yet" not in text or "] correct" in text or "] not yet" in text:
+        problems.append(f"{where}: its check cell must report only 'not answered yet', got {text[:120]!r}")
+    return problems
+
+
+def _solution_cell_problems(where: str, solution: dict[str, Any]) -> list[str]:
+    problems = []
+    if solution["cell_type"] != "code":
+        problems.append(f"{where}: the solution must be a code cell")
+    if source(solution).split("\n", 1)[0] != SOLUTION_FIRST_LINE:
+        problems.append(f"{where}: the solution's first line must be exactly {SOLUTION_FIRST_LINE!r}")
+    if solution.get("outputs"):
+        problems.append(f"{where}: the solution cell stores output (the answer, on screen before the learner tries)")
+    called = [name for name in _calls(source(solution)) if name == "print" or name.startswith("check_")]
+    if called:
+        problems.append(f"{where}: a solution is the answer code only; it calls {sorted(set(called))}")
+    if not solution.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+        problems.append(f"{where}: the solution cell must be collapsed (metadata jupyter.source_hidden = true)")
+    if "hide-input" not in tags(solution):
+        problems.append(f"{where}: the solution cell must also be tagged 'hide-input' (collapsed on the website)")
+    return problems
 
 
 def exercise_problems(nb: Notebook) -> list[str]:
-    """Every "Your turn" exercise is: a markdown prompt saying how long it takes, a blank code cell
-    tagged ``exercise``, a cell tagged ``check`` that reports "not answered yet", and a collapsed
-    cell tagged ``solution`` (and ``hide-input``, which collapses it on the website) whose checker
-    reports "correct". 4 to 6 of them per lesson."""
+    """Every exercise follows the format of issue 19, and a lesson has 4 to 6 of them:
+
+    1. a markdown task starting ``**Your turn N** (difficulty D/3, importance I/3, about M min): ``,
+       numbered 1, 2, 3, ... in order;
+    2. a blank code cell tagged ``exercise`` (``answer = None``, or a body of ``...``);
+    3. a cell tagged ``check`` ending in ``print(<module>.check_<something>(...))``, which stores
+       "not answered yet";
+    4. for M >= 5, a markdown cell tagged ``hint``, collapsed in ``<details>``;
+    5. a silent solution: tagged ``solution`` and ``hide-input``, collapsed, first line
+       ``SOLUTION_FIRST_LINE``, no print, no checker call, no stored output.
+    """
     cells = nb["cells"]
     problems = []
     starts = [i for i, cell in enumerate(cells) if "exercise" in tags(cell)]
     if not 4 <= len(starts) <= 6:
         problems.append(f"{len(starts)} cells tagged 'exercise'; a lesson has 4 to 6")
+    tasks = [
+        i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown" and source(cell).startswith("**Your turn")
+    ]
+    problems += [
+        f"cell {i}: a 'Your turn' task is a markdown cell of its own that starts with '**Your turn N** (...): '"
+        for i, cell in enumerate(cells)
+        if i not in tasks and re.search(r"\*\*Your turn \d", source(cell))  # prose may name "Your turn 3"
+    ]
+    for position, i in enumerate(tasks, 1):
+        match = YOUR_TURN.match(source(cells[i]))
+        if match is None:
+            problems.append(
+                f"cell {i}: a task must start '**Your turn N** (difficulty D/3, importance I/3, about M min): ' "
+                f"(D and I from 1 to 3), got {source(cells[i])[:90]!r}"
+            )
+        elif int(match[1]) != position:
+            problems.append(f"cell {i}: 'Your turn {match[1]}' is exercise {position}: number them 1, 2, 3, ...")
+        if i + 1 >= len(cells) or "exercise" not in tags(cells[i + 1]):
+            problems.append(f"cell {i}: a 'Your turn' task must be followed at once by its cell tagged 'exercise'")
     for number, i in enumerate(starts, 1):
         where = f"exercise {number} (cell {i})"
         if cells[i]["cell_type"] != "code" or not re.search(r"\bNone\b|^\s*\.\.\.\s*$", source(cells[i]), re.MULTILINE):
             problems.append(f"{where}: must be a code cell left blank (answer = None, or a body of ...)")
-        prompt = next((c for c in reversed(cells[:i]) if c["cell_type"] == "markdown"), None)
-        if prompt is None or not MINUTES.search(source(prompt)):
-            problems.append(f"{where}: the markdown before it must say roughly how long it takes ('about 5 min')")
-        following = cells[i + 1 : i + 3]
-        if len(following) < 2 or "check" not in tags(following[0]) or "solution" not in tags(following[1]):
-            problems.append(f"{where}: must be followed by a cell tagged 'check', then one tagged 'solution'")
+        task = YOUR_TURN.match(source(cells[i - 1])) if i > 0 and cells[i - 1]["cell_type"] == "markdown" else None
+        if task is None:
+            problems.append(f"{where}: the cell before it must be its '**Your turn N** (...)' task")
+        following = cells[i + 1 : i + 4]
+        if not following or "check" not in tags(following[0]):
+            problems.append(f"{where}: must be followed by its cell tagged 'check'")
             continue
-        check, solution = following
-        check_text, solution_text = all_output_text(check), all_output_text(solution)
-        if "not answered yet" not in check_text or "] correct" in check_text or "] not yet" in check_text:
-            problems.append(f"{where}: its check cell must report only 'not answered yet', got {check_text[:120]!r}")
-        if "] correct" not in solution_text or "not yet" in solution_text:
-            problems.append(f"{where}: its solution cell must report 'correct', got {solution_text[:120]!r}")
-        if not solution.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
-            problems.append(f"{where}: the solution cell must be collapsed (metadata jupyter.source_hidden = true)")
-        if "hide-input" not in tags(solution):
-            problems.append(f"{where}: the solution cell must also be tagged 'hide-input' (collapsed on the website)")
+        problems += _check_cell_problems(where, following[0])
+        hint = following[1] if len(following) > 1 and "hint" in tags(following[1]) else None
+        solution = following[2 if hint else 1] if len(following) > (2 if hint else 1) else None
+        if task is not None and int(task[4]) >= HINT_FROM_MINUTES and hint is None:
+            problems.append(f"{where}: an exercise of {task[4]} min needs a hint cell between its check and solution")
+        if solution is None or "solution" not in tags(solution):
+            problems.append(f"{where}: after its check (and hint, if any) must come the cell tagged 'solution'")
+            continue
+        problems += _solution_cell_problems(where, solution)
     return problems
+
+
+def hint_problems(nb: Notebook) -> list[str]:
+    """Every hint is a markdown cell folded in ``<details><summary>Hint</summary>``, so it opens only on
+    a click (in JupyterLab and on the website), and it follows a check cell."""
+    cells = nb["cells"]
+    problems = []
+    for i, cell in enumerate(cells):
+        if "hint" not in tags(cell):
+            continue
+        if cell["cell_type"] != "markdown" or not HINT.fullmatch(source(cell)):
+            problems.append(
+                f"cell {i}: a hint is a markdown cell reading exactly "
+                f"'<details><summary>Hint</summary>\\n\\n...\\n\\n</details>', got {source(cell)[:80]!r}"
+            )
+        if i == 0 or "check" not in tags(cells[i - 1]):
+            problems.append(f"cell {i}: a hint stands right after its exercise's check cell")
+    return problems
+
+
+def silent_solution_problems(nb: Notebook) -> list[str]:
+    """No solution cell anywhere stores output: a stored output is the answer, shown under the bar."""
+    return [
+        f"cell {i} (a solution) stores output: {all_output_text(cell)[:80]!r}"
+        for i, cell in enumerate(nb["cells"])
+        if "solution" in tags(cell) and cell.get("outputs")
+    ]
 
 
 def predict_problems(nb: Notebook) -> list[str]:
@@ -262,6 +384,8 @@ def figure_problems(nb: Notebook) -> list[str]:
 CHECKS: dict[str, Callable[[Notebook], list[str]]] = {
     "figures": figure_problems,
     "exercises": exercise_problems,
+    "hints": hint_problems,
+    "silent_solutions": silent_solution_problems,
     "predictions": predict_problems,
     "one_library_import_style": library_import_problems,
     "kernelspec": kernelspec_problems,
@@ -315,15 +439,19 @@ def stream(text: str, name: str = "stdout") -> dict[str, Any]:
     return {"output_type": "stream", "name": name, "text": text}
 
 
-def exercise(number: int, count: int) -> list[dict[str, Any]]:
-    """One well-formed exercise: prompt, blank cell, check (not answered yet), collapsed solution."""
-    text = f"answer_{number} = 2\nprint(check(answer_{number}))"
-    solution = code(text, count + 2, [stream("[q] correct: 2\n")], ["solution", "hide-input"])
+def exercise(number: int, count: int, minutes: int = 5) -> list[dict[str, Any]]:
+    """One well-formed exercise: task, blank cell, check (not answered yet), a hint when it takes 5
+    minutes or more, a collapsed and silent solution."""
+    solution = code(f"{SOLUTION_FIRST_LINE}\nanswer_{number} = 2", count + 2, tags=["solution", "hide-input"])
     solution["metadata"]["jupyter"] = {"source_hidden": True}
+    check = f"x = 1\nprint(one_head.check_sum(answer_{number}))"
+    hint = markdown("<details><summary>Hint</summary>\n\nAdd the two.\n\n</details>")
+    hint["metadata"]["tags"] = ["hint"]
     return [
-        markdown(f"**Your turn {number}** (about 5 min): what is 1 + 1?"),
+        markdown(f"**Your turn {number}** (difficulty 1/3, importance 2/3, about {minutes} min): what is 1 + 1?"),
         code(f"answer_{number} = None", count, tags=["exercise"]),
-        code(f"print(check(answer_{number}))", count + 1, [stream("[q] not answered yet: replace None\n")], ["check"]),
+        code(check, count + 1, [stream("[q] not answered yet: replace None\n")], ["check"]),
+        *([hint] if minutes >= 5 else []),
         solution,
     ]
 
@@ -338,7 +466,7 @@ def clean_notebook() -> Notebook:
             markdown("## Quick check"),
             code("from lessons_lib import mha_numpy\nfrom lessons_lib.checks import one_head\nx = 10", 3),
             *[cell for n in range(4) for cell in [markdown("**Predict:** what prints?"), code("print(0)", 4 + n)]],
-            *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n)],
+            *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n, minutes=2 + 3 * n)],
             figure(20),
             markdown("## What comes next\n\nLesson 02."),
         ],
@@ -419,7 +547,13 @@ def exercise_cells(nb: Notebook) -> list[int]:
 
 def drop_an_exercise(nb: Notebook) -> None:
     first = exercise_cells(nb)[0]
-    del nb["cells"][first - 1 : first + 3]
+    del nb["cells"][first - 1 : first + 3]  # the first exercise (2 min) has no hint
+
+
+def cell_after_exercise(nb: Notebook, tag: str, which: int = 1) -> dict[str, Any]:
+    """The first cell tagged ``tag`` after exercise ``which`` (1-based)."""
+    start = exercise_cells(nb)[which - 1]
+    return next(cell for cell in nb["cells"][start:] if tag in cell.get("metadata", {}).get("tags", []))
 
 
 def fill_an_exercise(nb: Notebook) -> None:
@@ -427,23 +561,81 @@ def fill_an_exercise(nb: Notebook) -> None:
 
 
 def no_minutes(nb: Notebook) -> None:
-    nb["cells"][exercise_cells(nb)[0] - 1]["source"] = "**Your turn 1**: what is 1 + 1?"
+    nb["cells"][exercise_cells(nb)[0] - 1]["source"] = "**Your turn 1** (difficulty 1/3, importance 2/3): 1 + 1?"
+
+
+def no_difficulty(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] - 1]["source"] = "**Your turn 1** (about 2 min): what is 1 + 1?"
+
+
+def difficulty_out_of_range(nb: Notebook) -> None:
+    nb["cells"][exercise_cells(nb)[0] - 1]["source"] = (
+        "**Your turn 1** (difficulty 4/3, importance 2/3, about 2 min): what is 1 + 1?"
+    )
+
+
+def numbers_out_of_order(nb: Notebook) -> None:
+    second, third = exercise_cells(nb)[1:3]
+    nb["cells"][second - 1]["source"], nb["cells"][third - 1]["source"] = (
+        nb["cells"][third - 1]["source"], nb["cells"][second - 1]["source"],
+    )  # fmt: skip
+
+
+def text_between_task_and_exercise(nb: Notebook) -> None:
+    nb["cells"].insert(exercise_cells(nb)[0], markdown("Some more words."))
+
+
+def task_inside_other_text(nb: Notebook) -> None:
+    task = exercise_cells(nb)[0] - 1
+    nb["cells"][task]["source"] = "Now an exercise.\n\n" + nb["cells"][task]["source"]
 
 
 def expanded_solution(nb: Notebook) -> None:
-    nb["cells"][exercise_cells(nb)[0] + 2]["metadata"].pop("jupyter")
+    cell_after_exercise(nb, "solution")["metadata"].pop("jupyter")
 
 
 def solution_open_on_the_website(nb: Notebook) -> None:
-    nb["cells"][exercise_cells(nb)[0] + 2]["metadata"]["tags"] = ["solution"]
+    cell_after_exercise(nb, "solution")["metadata"]["tags"] = ["solution"]
 
 
 def check_says_correct(nb: Notebook) -> None:
-    nb["cells"][exercise_cells(nb)[0] + 1]["outputs"] = [stream("[q] correct: 2\n")]
+    cell_after_exercise(nb, "check")["outputs"] = [stream("[q] correct: 2\n")]
 
 
-def solution_says_not_yet(nb: Notebook) -> None:
-    nb["cells"][exercise_cells(nb)[0] + 2]["outputs"] = [stream("[q] not yet: 3 is not 2\n")]
+def check_without_print(nb: Notebook) -> None:
+    cell_after_exercise(nb, "check")["source"] = "one_head.check_sum(answer_1)"
+
+
+def check_not_last(nb: Notebook) -> None:
+    cell_after_exercise(nb, "check")["source"] = "print(one_head.check_sum(answer_1))\nx = 1"
+
+
+def solution_stores_output(nb: Notebook) -> None:
+    cell_after_exercise(nb, "solution")["outputs"] = [stream("[q] correct: 2\n")]
+
+
+def solution_calls_the_checker(nb: Notebook) -> None:
+    cell_after_exercise(nb, "solution")["source"] += "\nprint(one_head.check_sum(answer_1))"
+
+
+def solution_first_line_gives_a_hint(nb: Notebook) -> None:
+    solution = cell_after_exercise(nb, "solution")
+    solution["source"] = "# Solution: add the two\n" + solution["source"].split("\n", 1)[1]
+
+
+def drop_a_hint(nb: Notebook) -> None:
+    hint = cell_after_exercise(nb, "hint", which=2)  # exercise 2 takes 5 min
+    nb["cells"].remove(hint)
+
+
+def hint_not_folded(nb: Notebook) -> None:
+    cell_after_exercise(nb, "hint", which=2)["source"] = "Hint: add the two."
+
+
+def hint_after_the_solution(nb: Notebook) -> None:
+    hint = cell_after_exercise(nb, "hint", which=2)
+    i = nb["cells"].index(hint)
+    nb["cells"][i], nb["cells"][i + 1] = nb["cells"][i + 1], nb["cells"][i]
 
 
 def drop_a_check_cell(nb: Notebook) -> None:
@@ -494,10 +686,24 @@ BROKEN = [
     ("exercises", drop_an_exercise),
     ("exercises", fill_an_exercise),
     ("exercises", no_minutes),
+    ("exercises", no_difficulty),
+    ("exercises", difficulty_out_of_range),
+    ("exercises", numbers_out_of_order),
+    ("exercises", text_between_task_and_exercise),
+    ("exercises", task_inside_other_text),
     ("exercises", expanded_solution),
     ("exercises", solution_open_on_the_website),
     ("exercises", check_says_correct),
-    ("exercises", solution_says_not_yet),
+    ("exercises", check_without_print),
+    ("exercises", check_not_last),
+    ("exercises", solution_stores_output),
+    ("silent_solutions", solution_stores_output),
+    ("exercises", solution_calls_the_checker),
+    ("exercises", solution_first_line_gives_a_hint),
+    ("exercises", drop_a_hint),
+    ("hints", hint_not_folded),
+    ("hints", hint_after_the_solution),
+    ("exercises", hint_after_the_solution),
     ("exercises", drop_a_check_cell),
     ("predictions", two_predictions),
     ("predictions", prediction_at_the_end),

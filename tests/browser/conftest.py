@@ -10,13 +10,15 @@ The browser tests need two things that `pip install -r requirements.txt` alone d
 When either is missing the tests SKIP with a message that says how to install it.
 `CHROMIUM=/path/to/chromium` picks another binary.
 
-The server runs on a copy of `notebooks/` in a temporary folder, with fresh JupyterLab settings,
+The server (`lab_server`) runs on a copy of `notebooks/` in a temporary folder (`learner_lab`: on the
+learner copy that `several-heads prepare` writes there), with fresh JupyterLab settings,
 workspaces and runtime folders, so running cells in the browser never touches the committed
 notebooks and no state leaks in from the machine's own JupyterLab configuration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -163,12 +165,9 @@ def playwright_api() -> Any:
     return sync_api
 
 
-@pytest.fixture(scope="module")
-def lab_server(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """Start JupyterLab on a copy of notebooks/ on a free loopback port; always stop it."""
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "root"
-    shutil.copytree(NOTEBOOKS, root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+@contextlib.contextmanager
+def running_lab(base: Path, root: Path) -> Iterator[LabServer]:
+    """JupyterLab serving ``root``, with its settings and runtime files under ``base``; always stopped."""
     write_lab_settings(base / "settings")
     env = dict(os.environ)
     env.update(
@@ -206,6 +205,28 @@ def lab_server(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) ->
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def lab_server(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """Start JupyterLab on a copy of notebooks/ on a free loopback port; always stop it."""
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "root"
+    shutil.copytree(NOTEBOOKS, root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    with running_lab(base, root) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def learner_lab(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """JupyterLab on a learner copy written by `several-heads prepare`, as `several-heads lab` serves it."""
+    from lessons_lib import cli
+
+    base = tmp_path_factory.mktemp("learner")
+    root = base / "my-lessons"
+    assert cli.main(["prepare", str(root)]) == 0
+    with running_lab(base, root) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

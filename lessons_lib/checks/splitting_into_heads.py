@@ -162,6 +162,11 @@ def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any],
             "you put the heads one after another along the token axis, (B, h*T, d_h). The heads go side "
             "by side along the feature axis; the tokens stay T",
         ),
+        "sequences glued instead of heads": (
+            np.concatenate(list(heads_out), axis=-1),
+            "concatenating the array heads_out itself walks its first axis, the batch: it put the B sequences "
+            "side by side, (h, T, B*d_h), not the heads. Concatenation needs a list of the h head blocks",
+        ),
     }
 
 
@@ -177,8 +182,14 @@ def _first_difference(got: NDArray[Any], want: Labels, sizes: tuple[int, int, in
 
 def _hard_coded(verdict: Verdict, case: int) -> Verdict:
     """``verdict`` for a later case of `SPLIT_CASES`, told as a function right on the first size only."""
-    if case == 0 or not verdict.answered:
+    if not verdict.answered:
         return verdict
+    if case == 0:
+        if "your function raised" not in verdict.message:
+            return verdict
+        return failed(verdict.question, f"{verdict.message}. If a size is copied from the notebook (its B=2, T=4, "
+                                        "D=8, h=2, d_h=4), read it from the argument's shape instead: the checker "
+                                        "uses sizes of its own")
     sizes = ", ".join(f"{name}={value}" for name, value in zip(("B", "T", "D", "h"), SPLIT_CASES[0], strict=True))
     B, T, D, heads = SPLIT_CASES[case]
     return failed(verdict.question, f"sizes hard-coded? Right for {sizes}, but not for B={B}, T={T}, D={D}, "

@@ -292,14 +292,16 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, s
 
 # Extra (B, T, D, heads) problems for the fixed layer: sizes the lesson does not use (its x is
 # (2, 4, 8) with 2 heads), each with its own input and weights, so that a function must compute
-# from its arguments.
+# from its arguments. Before them comes one problem of the given sizes with a new input and new
+# weights, which tells a function that ignores its weights (the notebook's layer) from one that
+# hard-codes a size.
 FIXED_FORWARD_SIZES: tuple[tuple[int, int, int, int], ...] = ((1, 5, 12, 3), (3, 3, 8, 4))
 
 
 def _fixed_forward_problems(x: Floats, w: list[Floats], heads: int) -> list[tuple[Floats, list[Floats], int]]:
     rng = np.random.default_rng(8)
     problems = [(x, w, heads)]
-    for B, T, D, h in FIXED_FORWARD_SIZES:
+    for B, T, D, h in ((*x.shape, heads), *FIXED_FORWARD_SIZES):
         bound = 1.0 / np.sqrt(D)
         weights = [rng.uniform(-bound, bound, size=(D, D)) for _ in range(4)]
         problems.append((rng.normal(size=(B, T, D)), weights, h))
@@ -366,6 +368,10 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
             return failed(question, f"your function returns the same output whatever it is given (tried on {where}): "
                                     "it must compute from its arguments x, wq, wk, wv, wo and heads, not from the "
                                     "notebook's x, numpy_layer or layer_weights")
+        if px.shape[-1] == D and same(verdict, _layer(px, w, ph)):
+            return failed(question, f"on {where} your function computed with the weights of the lesson's problem, "
+                                    "not with the weights it was given (the notebook's numpy_layer or "
+                                    "layer_weights?): use the arguments wq, wk, wv and wo")
         other_heads = [n for n in range(1, pD + 1) if pD % n == 0 and n != ph]
         wrong_heads = next((n for n in other_heads if same(verdict, _layer(px, pw, n))), None)
         if wrong_heads is not None:

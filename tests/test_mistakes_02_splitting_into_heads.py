@@ -181,7 +181,9 @@ MISTAKES: list[Mistake] = [
     Mistake("02 YT2 head reads", "whole-number floats for indices",
             lambda: checks.check_head_reads(np.arange(8.0), range(4, 8)), "integer indices"),
     Mistake("02 YT2 head reads", "the first half of the features",
-            lambda: checks.check_head_reads(range(4), range(4, 8)), "input_features: got", named=False),
+            lambda: checks.check_head_reads(range(4), range(4, 8)), "a head does not read a slice of the input"),
+    Mistake("02 YT2 head reads", "a few features",
+            lambda: checks.check_head_reads([0, 4], range(4, 8)), "input_features: got", named=False),
     # Your turn 3: split
     Mistake("02 YT3 split", "one reshape straight to (B, h, T, d_h)", lambda: checks.check_split(split_direct),
             "direct reshape"),

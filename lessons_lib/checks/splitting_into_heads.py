@@ -354,6 +354,10 @@ def check_head_reads(input_features: Iterable[int] | None, weight_columns: Itera
         problems.append(f"input_features: head {head} does not read only its own slice of d_h={d_h} input features: "
                         "we split the projection's output into heads, we do not cut the input into groups. Section 3 "
                         "shows which input features reach each head")
+    elif len(inputs) == d_h and inputs == list(range(inputs[0], inputs[0] + d_h)):
+        problems.append(f"input_features: {inputs} is a slice of d_h={d_h} input features, but a head does not read "
+                        "a slice of the input: we split the projection's output into heads, we do not cut the input "
+                        "into groups. Section 3 shows which input features reach each head")
     elif inputs != list(range(D)):
         problems.append(f"input_features: got {inputs}; a head's projection is x @ W_q[:, its columns]: look at "
                         "which rows of W_q that product uses (one row per input feature)")

@@ -173,16 +173,33 @@ def test_merge_function_blank(heads_out: Floats) -> None:
 
 def test_merge_function_correct_by_both_routes(heads_out: Floats) -> None:
     assert_passes(check_merge_function(concatenate_heads, heads_out), str((B, T, D)))
-    assert_passes(check_merge_function(mha_numpy.merge_heads, heads_out))
     in_place = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
     assert_passes(check_merge_function(in_place, heads_out))
 
 
 def test_merge_function_accepts_torch_results(heads_out: Floats) -> None:
     torch = pytest.importorskip("torch")
+
+    def torch_merge(x: Floats) -> Any:
+        b, heads, t, width = x.shape
+        return torch.from_numpy(x).transpose(1, 2).reshape(b, t, heads * width)
+
+    assert check_merge_function(torch_merge, heads_out).ok
+
+
+def test_merge_function_refuses_the_library(heads_out: Floats) -> None:
+    torch = pytest.importorskip("torch")
     from lessons_lib import mha_torch
 
-    assert check_merge_function(lambda x: mha_torch.merge_heads(torch.from_numpy(x)), heads_out).ok
+    for library in (mha_numpy.merge_heads, lambda x: mha_numpy.merge_heads(x),
+                    lambda x: mha_torch.merge_heads(torch.from_numpy(x))):
+        assert_fails(check_merge_function(library, heads_out), "calls the library's merge_heads")
+
+
+def test_merge_function_names_concatenate_of_the_array() -> None:
+    square = np.random.default_rng(1).normal(size=(2, 2, 4, 4))  # B = h: np.concatenate(array, -1) fits (B, T, D)
+    verdict = check_merge_function(lambda x: np.concatenate(x, axis=-1), square)
+    assert_fails(verdict, "walks its FIRST axis", "the batch")
 
 
 @pytest.mark.parametrize("mistake, wrong, words", MERGE_MISTAKES, ids=[m[0] for m in MERGE_MISTAKES])
@@ -194,7 +211,10 @@ def test_merge_function_mistakes(
 
 def test_merge_function_hard_coded_shape(heads_out: Floats) -> None:
     verdict = check_merge_function(lambda x: x.transpose(0, 2, 1, 3).reshape(B, T, D), heads_out)
-    assert_fails(verdict, "right for heads_out of shape", "(1, 3, 5, 2)", "raised ValueError", "argument's shape")
+    assert_fails(verdict, "sizes hard-coded", "Right for heads_out of shape", "(1, 3, 5, 2)", "raised ValueError",
+                 "argument's shape")
+    width_4 = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * 4)  # noqa: E731
+    assert_fails(check_merge_function(width_4, np.ones((2, 2, 4, 4))), "sizes hard-coded")
 
 
 def test_merge_function_raises_returns_nothing_or_odd_things(heads_out: Floats) -> None:
@@ -439,19 +459,61 @@ def test_fixed_forward_blank(problem: Problem) -> None:
 
 def test_fixed_forward_correct(problem: Problem) -> None:
     assert_passes(check(forward(), problem), "both bugs fixed")
+
+
+def test_fixed_forward_refuses_the_library_layer(problem: Problem) -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    def numpy_library(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        return mha_numpy.MultiHead.from_weights(wq, wk, wv, wo, heads=heads)(x)[0]
+
+    def torch_library(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        qt, kt, vt, ot = (torch.from_numpy(m.T.copy()) for m in (wq, wk, wv, wo))
+        return mha_torch.MultiHead.from_weights(qt, kt, vt, ot, heads=heads)(torch.from_numpy(x))[0].detach().numpy()
+
+    for library in (numpy_library, torch_library):
+        assert_fails(check(library, problem), "calls the library's MultiHead")
+
+
+def test_fixed_forward_refuses_an_answer_that_ignores_the_arguments(problem: Problem) -> None:
     library = library_layer(problem)
-    assert check(lambda *args: library(args[0])[0], problem).ok
+    fixed = library(problem[0])[0]
+    assert_fails(check(lambda *args: library(problem[0])[0], problem), "same output whatever it is given")
+    assert_fails(check(lambda *args: fixed, problem), "same output whatever it is given")
+    assert_fails(check(lambda x, *args: library(x)[0], problem), "not with the weights it was given")
+
+
+def test_fixed_forward_names_the_notebooks_head_count(problem: Problem) -> None:
+    right = forward()
+    assert_fails(check(lambda x, wq, wk, wv, wo, heads: right(x, wq, wk, wv, wo, h), problem), "sizes hard-coded")
+    w = mha_numpy.init_weights(8, seed=2)
+    x8 = np.random.default_rng(3).normal(size=(2, 4, 8))  # the lesson's sizes: 2 heads divide every D tried
+    two_heads = check_fixed_forward(lambda x, wq, wk, wv, wo, heads: right(x, wq, wk, wv, wo, 2),
+                                    x8, w["wq"], w["wk"], w["wv"], w["wo"], 2)
+    assert_fails(two_heads, "used 2 heads", "argument `heads`")
+
+
+def test_fixed_forward_names_the_softmax_over_queries(problem: Problem) -> None:
+    def by_columns(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        return mha_numpy.merge_heads(mha_numpy.softmax(scores, axis=-2) @ v) @ wo
+
+    assert_fails(check(by_columns, problem), "axis -2, the query axis")
 
 
 def test_fixed_forward_accepts_torch_float32(problem: Problem) -> None:
     torch = pytest.importorskip("torch")
     from lessons_lib import mha_torch
 
-    x, wq, wk, wv, wo = (torch.from_numpy(m).float() for m in problem)
-    layer = mha_torch.MultiHead.from_weights(wq.T, wk.T, wv.T, wo.T, heads=h)  # nn.Linear's (out, in)
-    with torch.no_grad():
-        output = layer(x)[0]
-    assert check(lambda *args: output, problem).ok
+    def in_float32(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        xt, qt, kt, vt, ot = (torch.from_numpy(m).float() for m in (x, wq, wk, wv, wo))
+        q, k, v = (mha_torch.split_heads(xt @ m, heads) for m in (qt, kt, vt))
+        out, _ = mha_torch.attention(q, k, v)
+        return mha_torch.merge_heads(out) @ ot
+
+    assert check(in_float32, problem).ok
 
 
 FORWARD_MISTAKES: list[tuple[str, Callable[..., Floats], tuple[str, ...]]] = [

@@ -182,7 +182,7 @@ MASKED_WEIGHT_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
     (lambda s: softmax(s, axis=-1) * KEEP, ["after the softmax", "sum to 1"]),
     (lambda s: softmax(np.where(KEEP, s, 0.0), axis=-1), ["set the blocked scores to 0", "-inf"]),
     (lambda s: softmax(np.where(KEEP, -np.inf, s), axis=-1), ["inverted mask", "True = may attend"]),
-    (lambda s: _plain_softmax(_masked(s), axis=0), ["NaN", "wrong axis"]),
+    (lambda s: _plain_softmax(_masked(s), axis=0), ["NaN", "query axis", "use axis=-1"]),
     (lambda s: softmax(_masked(s).ravel()).reshape(s.shape), ["whole matrix"]),
     (lambda s: np.exp(_masked(s)), ["did not divide"]),
     (lambda s: softmax(_masked(s), axis=-1)[::-1], ["expected shape (T, S) = (3, 5)"]),
@@ -389,7 +389,7 @@ ATTENTION_MISTAKES: list[tuple[Callable[..., Any], list[str]]] = [
     (lambda q, k, v: ("output", _weights(q, k)), ["two arrays"]),
     (lambda q, k, v: q[0, 10], ["raised IndexError"]),
     (lambda q, k, v: {"forgot": _weights(q, k)}.clear(), ["returned None", "return"]),
-    (lambda q, k, v: attention(q, k, v), ["finished attention", "write the three steps"]),
+    (lambda q, k, v: attention(q, k, v), ["calls the library's attention", "asks you to write"]),
     (lambda q, k, v: (v[: q.shape[0]], _weights(q, k)) if q.shape[0] == 2 else right(q, k, v),
      ["right for T = S = 5", "weights right, output wrong"]),
 ]
@@ -417,7 +417,17 @@ def test_attention_function_messages_differ() -> None:
 
 def test_attention_function_borrowed_through_the_module() -> None:
     verdict = check_attention_function(lambda q, k, v: mha_numpy.attention(q, k, v))
-    assert_not_yet(verdict, "finished attention")
+    assert_not_yet(verdict, "calls the library's attention")
+
+
+def test_attention_function_refuses_the_lessons_own_head() -> None:
+    def my_attention(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:  # the lesson's, as in section 1
+        return mha_numpy.attention(q, k, v)
+
+    def learner(q: Floats, k: Floats, v: Floats) -> tuple[Floats, Floats]:
+        return my_attention(q, k, v)
+
+    assert_not_yet(check_attention_function(learner), "calls my_attention", "finished head")
 
 
 def test_attention_function_not_a_function() -> None:

@@ -93,14 +93,19 @@ def test_check_split_accepts_a_correct_split() -> None:
     assert repr(verdict).startswith("[split] correct:")
 
 
-def test_check_split_accepts_a_torch_result() -> None:
+def test_check_split_refuses_another_kind_or_dtype() -> None:
     torch = pytest.importorskip("torch")
 
     def torch_split(x: Array, heads: int) -> Any:
         B, T, D = x.shape
         return torch.from_numpy(x).view(B, T, heads, D // heads).transpose(1, 2)
 
-    assert check_split(torch_split).ok
+    def float32_split(x: Array, heads: int) -> Any:
+        B, T, D = x.shape
+        return x.astype(np.float32).reshape(B, T, heads, D // heads).transpose(0, 2, 1, 3)
+
+    assert_not_yet(check_split(torch_split), "given a NumPy array and must return a NumPy array, got torch tensor")
+    assert_not_yet(check_split(float32_split), "given float64 numbers and returned float32")
 
 
 def test_every_known_wrong_split_differs_from_the_right_one() -> None:
@@ -158,8 +163,8 @@ def test_check_split_wants_the_split_written_out() -> None:
     def calls_the_library(x: Array, heads: int) -> Any:
         return mha_numpy.split_heads(x, heads)
 
-    assert_not_yet(check_split(calls_the_library), "calls split_heads")
-    assert_not_yet(check_split(mha_numpy.split_heads), "calls split_heads")
+    assert_not_yet(check_split(calls_the_library), "calls the library's split_heads")
+    assert_not_yet(check_split(mha_numpy.split_heads), "calls the library's split_heads")
 
 
 @pytest.mark.parametrize(
@@ -207,14 +212,35 @@ def test_check_split_catches_hard_coded_sizes() -> None:
         return x.reshape(2, 3, 2, 4).transpose(0, 2, 1, 3)
 
     verdict = check_split(only_first_case)
-    assert not verdict.ok
-    assert "(B, T, D) = (1, 5, 12) with heads=3" in verdict.message
+    assert_not_yet(verdict, "sizes hard-coded")
+    assert "B=1, T=5, D=15, h=3 (d_h = 5)" in verdict.message and "(1, 5, 15) with heads=3" in verdict.message
+
+
+def test_check_split_catches_a_hard_coded_head_width_or_count() -> None:
+    def width_4(x: Array, heads: int) -> Array:  # the lesson's d_h
+        B, T, D = x.shape
+        return x.reshape(B, T, D // 4, 4).transpose(0, 2, 1, 3)
+
+    def two_heads(x: Array, heads: int) -> Array:  # the lesson's h
+        B, T, D = x.shape
+        return x.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3)
+
+    assert_not_yet(check_split(width_4), "sizes hard-coded")
+    assert_not_yet(check_split(two_heads), "sizes hard-coded")
+
+
+def test_split_cases_differ_in_every_size() -> None:
+    for axis in range(4):
+        sizes = [case[axis] if axis < 3 else case[2] // case[3] for case in SPLIT_CASES]
+        assert len(set(sizes)) == len(sizes), sizes  # B, T, D and d_h all differ across the cases
+    assert len({case[3] for case in SPLIT_CASES}) == len(SPLIT_CASES)  # and h
+    assert (2, 4, 8, 2) not in SPLIT_CASES  # the lesson's own sizes
 
 
 # --- check_head_width ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [128, 128.0, np.int64(128), np.array(128)])
+@pytest.mark.parametrize("answer", [128, np.int64(128), np.array(128)])
 def test_check_head_width_accepts_128(answer: Any) -> None:
     verdict = check_head_width(answer)
     assert verdict.ok, verdict
@@ -237,7 +263,7 @@ def test_check_head_width_explains_wrong_numbers(answer: Any, phrase: str) -> No
 
 def test_check_head_width_hint_says_what_to_write_not_the_answer() -> None:
     verdict = check_head_width(None)
-    assert_unanswered(verdict, "one number")
+    assert_unanswered(verdict, "one whole number")
     assert "128" not in verdict.message and "/" not in verdict.message, verdict
 
 
@@ -313,14 +339,21 @@ def test_check_merge_accepts_a_correct_merge() -> None:
     assert repr(verdict).startswith("[merge] correct:")
 
 
-def test_check_merge_accepts_a_torch_result() -> None:
+def test_check_merge_refuses_a_torch_result() -> None:
     torch = pytest.importorskip("torch")
 
     def torch_merge(heads_out: Array) -> Any:
         B, h, T, d_h = heads_out.shape
         return torch.from_numpy(heads_out).transpose(1, 2).reshape(B, T, h * d_h)
 
-    assert check_merge(torch_merge).ok
+    assert_not_yet(check_merge(torch_merge), "must return a NumPy array, got torch tensor")
+
+
+@pytest.mark.parametrize("as_float", [True, False])
+def test_check_head_width_refuses_a_float_by_its_type(as_float: bool) -> None:
+    verdict = check_head_width(2048 / 16 if as_float else np.float64(128.0))
+    assert_not_yet(verdict, "128.0 is a float")
+    assert "asks for an int" in verdict.message
 
 
 def test_every_known_wrong_merge_differs_from_the_right_one() -> None:
@@ -380,12 +413,12 @@ def test_check_merge_says_not_answered_yet_for_a_blank_function(fn: Any) -> None
         ("merge", "expected a function, got str 'merge'"),
         (lambda a: 1 / 0, "raised ZeroDivisionError"),
         (lambda a: {"a": 1}, "expected an array of numbers"),
-        (lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), "(B, h, T, d_h) = (1, 3, 5, 4) your function raised"),
+        (lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), "(B, h, T, d_h) = (1, 3, 5, 5) your function raised"),
         (lambda a: _sizes(a) and a[:, 0], "expected shape (B, T, D) = (2, 3, 8) but got (2, 3, 4)"),
         (lambda a: 2 * merge_reference(a), "different numbers from the input"),
         (lambda a: merge_reference(a)[:, ::-1], "at [b=0, t=0, f=0] expected batch 0, token 0, feature 0 but found "
                                                 "batch 0, token 2, feature 0"),
-        (lambda a: mha_numpy.merge_heads(a), "calls merge_heads"),
+        (lambda a: mha_numpy.merge_heads(a), "calls the library's merge_heads"),
     ],
     ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "scaled", "tokens reversed", "library"],
 )

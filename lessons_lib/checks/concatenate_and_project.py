@@ -4,14 +4,20 @@ Each compares the learner's answer with the right one and, when it is wrong, nam
 this lesson warns about that it equals; a "not yet" message never spells out the solution.
 
 - `check_merge` / `check_merge_function`: ``(B, h, T, d_h) -> (B, T, D)``, as an array or as a
-  function (tried on a second shape too); direct reshape, interleaved features, heads averaged,
-  summed, reversed, glued along the token axis, the reshape missing, shapes hard-coded.
-- `check_combine`: the layer output from per-head outputs and ``W_o``; averaging, ``W_o`` missing
-  or transposed, a direct-reshape merge, a 1/h factor.
-- `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``;
-  the copy without transposing, a bias.
-- `check_fixed_forward`: the repaired broken layer; which bug remains (the direct-reshape split, the
-  unscaled scores), a wrong scale, a direct-reshape merge.
+  function (tried on two more shapes, in which B, h, T and d_h all differ); direct reshape,
+  interleaved features, heads averaged, summed, reversed, glued along the token axis,
+  ``np.concatenate(heads_out, -1)`` (which walks the batch axis), the reshape missing, shapes
+  hard-coded, a call of the library's ``merge_heads``.
+- `check_combine`: the layer output from per-head outputs and ``W_o``; averaging (with or without a
+  projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
+  ``np.concatenate(heads_out, -1)``, a 1/h factor.
+- `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``
+  (the function tried on a second matrix); the copy without transposing, a bias, the copy outside
+  ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument.
+- `check_fixed_forward`: the repaired broken layer, tried on the lesson's problem and on two more of
+  other sizes and weights; which bug remains (the direct-reshape split, the unscaled scores), a wrong
+  scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
+  function that ignores its arguments, a call of the library's layer.
 
 The mask exercise of ``nn.MultiheadAttention`` moved to `lessons_lib.checks.matching_pytorch` (lesson 04).
 
@@ -31,6 +37,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     passed,
     reference_array,
@@ -47,6 +54,11 @@ __all__ = [
 ]
 
 Floats = NDArray[np.float64]
+
+_CONCATENATE_ARRAY = (
+    "concatenating the array heads_out itself walks its FIRST axis, the batch, not the heads: it put the B "
+    "sequences side by side, shape (h, T, B * d_h). Concatenation needs a list of the h head blocks, each (B, T, d_h)"
+)
 
 
 def _merge(heads_out: Floats) -> Floats:
@@ -80,6 +92,10 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
         (lambda: heads.reshape(B, h * T, d_h),
          f"you glued the heads along the token axis, shape (B, h*T, d_h) = {answer.shape}: "
          f"the blocks belong side by side in each token's row of features"),
+        (lambda: np.concatenate(list(heads), axis=-1), _CONCATENATE_ARRAY),
+        (lambda: np.concatenate([heads[:, i] for i in range(h)], axis=0),
+         f"you glued the heads' (B, T, d_h) blocks along axis 0, one under the other, shape {answer.shape}: "
+         "side by side means along the last axis, the features"),
     ])
     if mistake is not None:
         return failed(question, mistake)
@@ -94,24 +110,38 @@ def check_merge(merged: Any, heads_out: Any) -> Verdict:
     return _merge_verdict("merge", merged, heads)
 
 
+# Extra (B, h, T, d_h) shapes for the function exercises: B, h, T and d_h differ from the lesson's
+# (2, 2, 4, 4) and from each other's, so a size copied from the notebook fails on one of them.
+MERGE_SHAPES: tuple[tuple[int, int, int, int], ...] = ((1, 3, 5, 2), (3, 4, 2, 3))
+
+
 def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
-    """Question "merge by hand": ``merge(heads_out)`` on ``heads_out (B, h, T, d_h)``, then on another shape."""
+    """Question "merge by hand": ``merge(heads_out)`` on ``heads_out (B, h, T, d_h)``, then on the
+    shapes `MERGE_SHAPES`; a call of the library's ``merge_heads`` is refused before running."""
     question = "merge by hand"
     heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
-    other = np.random.default_rng(0).normal(size=(1, 3, 5, 2))  # B, h, T, d_h all unlike the lesson's
-    verdicts = []
-    for problem in (heads, other):
+    if merge is not None:
+        refused = forbidden_call(question, merge, "merge_heads")
+        if refused is not None:
+            return refused
+    rng = np.random.default_rng(0)
+    problems = [heads, *(rng.normal(size=shape) for shape in MERGE_SHAPES)]
+    first: Verdict | None = None
+    for problem in problems:
         result = function_answer(question, merge, (problem.copy(),), "the body: return the merged (B, T, D) array")
-        verdicts.append(result if isinstance(result, Verdict) else _merge_verdict(question, result, problem))
-        if not verdicts[0]:
-            return verdicts[0]
-    if not verdicts[1]:
-        return failed(
-            question,
-            f"right for heads_out of shape {heads.shape}, but not for {other.shape} ({verdicts[1].message}). "
-            f"Read B, h, T, d_h from the argument's shape, not from the notebook's variables",
-        )
-    return verdicts[0]
+        verdict = result if isinstance(result, Verdict) else _merge_verdict(question, result, problem)
+        if first is None:
+            first = verdict
+            if not verdict:
+                return verdict
+        elif not verdict:
+            return failed(
+                question,
+                f"sizes hard-coded? Right for heads_out of shape {heads.shape}, but not for {problem.shape} "
+                f"({verdict.message}). Read B, h, T, d_h from the argument's shape, not from the notebook's variables",
+            )
+    assert first is not None
+    return first
 
 
 def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
@@ -137,6 +167,7 @@ def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
     mistake = first_match(answer, [
         (lambda: heads.mean(axis=1), averaged),
         (lambda: heads.sum(axis=1), averaged),
+        (lambda: np.concatenate(list(heads), axis=-1) @ w, f"the merge is wrong: {_CONCATENATE_ARRAY}"),
         (merged, "this is the merge only: the output projection W_o is missing"),
         (lambda: merged @ w.T,
          "W_o is transposed: NumPy weights are (in, out) and multiply from the right; "
@@ -147,11 +178,31 @@ def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
          f"the result is 1/h = 1/{h} of the right one: you averaged the heads' contributions, "
          f"but concatenation followed by W_o adds them"),
     ])
+    if mistake is None and answer.shape == expected.shape and _through_average(answer, heads):
+        mistake = (
+            "your output depends on the heads only through their average (or sum): averaging first throws away "
+            "which head said what, whatever matrix comes after (section 2). Concatenate (merge) the heads into "
+            "(B, T, D), then multiply by the whole W_o"
+        )
     if mistake is not None:
         return failed(question, mistake)
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
     return failed(question, "the shape is right but the numbers are not the layer output")
+
+
+def _through_average(answer: Floats, heads: Floats) -> bool:
+    """Whether ``answer (B, T, D)`` is ``mean over heads @ M`` for some ``(d_h, D)`` matrix ``M``: the
+    heads averaged (or summed) before some projection. Needs more tokens than ``d_h`` to tell."""
+    B, h, T, d_h = heads.shape
+    if h == 1 or B * T <= d_h:
+        return False
+    mean = heads.mean(axis=1).reshape(B * T, d_h)
+    target = answer.reshape(B * T, -1)
+    if same(target, np.zeros_like(target)):  # zeros fit any matrix of zeros: that says nothing
+        return False
+    fit, *_ = np.linalg.lstsq(mean, target, rcond=None)
+    return same(mean @ fit, target)
 
 
 def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
@@ -180,13 +231,34 @@ def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
 
 
 def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
-    """Question "nn.Linear from NumPy": ``linear_from_numpy(w_in_out)``, a bias-free layer computing ``x @ w``."""
+    """Question "nn.Linear from NumPy": ``linear_from_numpy(w_in_out)``, a bias-free layer computing ``x @ w``;
+    tried on ``w_in_out`` and on a second matrix of another shape, so the argument must be used."""
     question = "nn.Linear from NumPy"
     w = reference_array("w_in_out", w_in_out, "(in_features, out_features)", rank=2)
+    other = np.random.default_rng(5).uniform(-1.0, 1.0, size=(w.shape[1] + 1, w.shape[0] + 2))
+    first: Verdict | None = None
+    for matrix in (w, other):
+        verdict = _linear_verdict(question, linear_from_numpy, matrix)
+        if first is None:
+            first = verdict
+            if not verdict:
+                return verdict
+        elif not verdict:
+            return failed(question, f"right for w_in_out of shape {w.shape}, but not for a {matrix.shape} matrix "
+                                    f"({verdict.message}): build the layer from the argument w_in_out, its shape "
+                                    "and its numbers, not from the notebook's w_wide")
+    assert first is not None
+    return first
+
+
+def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict:
     layer = function_answer(
         question, linear_from_numpy, (np.array(w),), "the body: return a bias-free nn.Linear computing x @ w_in_out"
     )
     if isinstance(layer, Verdict) and layer.answered and layer.message.startswith("your function raised"):
+        if "leaf Variable" in layer.message and "in-place" in layer.message:
+            return failed(question, f"{layer.message}: autograd refuses to overwrite a trainable weight in place; "
+                                    "do the copy inside `with torch.no_grad():`")
         shapes = f"nn.Linear's weight is (out_features, in_features), w_in_out is (in, out) = {w.shape}"
         return failed(question, f"{layer.message} ({shapes})")
     if isinstance(layer, Verdict):
@@ -201,7 +273,7 @@ def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
 
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, scale: float | None = None,
-           direct_merge: bool = False) -> Floats:
+           direct_merge: bool = False, axis: int = -1) -> Floats:
     """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs."""
     B, T, D = x.shape
     d_h = D // heads
@@ -211,22 +283,112 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, s
 
     q, k, v = split(x @ w[0]), split(x @ w[1]), split(x @ w[2])
     scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
-    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    heads_out = exps / exps.sum(axis=-1, keepdims=True) @ v  # (B, h, T, d_h)
+    exps = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    heads_out = exps / exps.sum(axis=axis, keepdims=True) @ v  # (B, h, T, d_h)
     merged = heads_out.reshape(B, T, D) if direct_merge else _merge(heads_out)
     result: Floats = merged @ w[3]
     return result
 
 
+# Extra (B, T, D, heads) problems for the fixed layer: sizes the lesson does not use (its x is
+# (2, 4, 8) with 2 heads), each with its own input and weights, so that a function must compute
+# from its arguments. Before them comes one problem of the given sizes with a new input and new
+# weights, which tells a function that ignores its weights (the notebook's layer) from one that
+# hard-codes a size.
+FIXED_FORWARD_SIZES: tuple[tuple[int, int, int, int], ...] = ((1, 5, 12, 3), (3, 3, 8, 4))
+
+
+def _fixed_forward_problems(x: Floats, w: list[Floats], heads: int) -> list[tuple[Floats, list[Floats], int]]:
+    rng = np.random.default_rng(8)
+    problems = [(x, w, heads)]
+    for B, T, D, h in ((*x.shape, heads), *FIXED_FORWARD_SIZES):
+        bound = 1.0 / np.sqrt(D)
+        weights = [rng.uniform(-bound, bound, size=(D, D)) for _ in range(4)]
+        problems.append((rng.normal(size=(B, T, D)), weights, h))
+    return problems
+
+
+def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str | None:
+    """The known mistake ``answer`` equals for one problem, or ``None``."""
+    D = xs.shape[-1]
+    d_h = D // h
+    split_bug = "the split reshapes (B, T, D) straight to (B, h, T, d_h), so each head gets rows of several tokens"
+    scale_bug = "the scores go into the softmax unscaled (lesson 01)"
+    return first_match(answer, [
+        (lambda: _layer(xs, w, h, direct_split=True, scale=1.0), f"both bugs remain: {split_bug}, and {scale_bug}"),
+        (lambda: _layer(xs, w, h, scale=1.0), f"the split is fixed; one bug remains: {scale_bug}"),
+        (lambda: _layer(xs, w, h, direct_split=True), f"the scale is fixed; one bug remains: {split_bug}"),
+        (lambda: _layer(xs, w, h, scale=1.0 / d_h), f"the scores are divided by d_h = {d_h}: too much (lesson 01)"),
+        (lambda: _layer(xs, w, h, scale=1.0 / np.sqrt(D)),
+         f"the scores are divided by sqrt(D) = sqrt({D}): each head's dot products have d_h = {d_h} terms, not D"),
+        (lambda: _layer(xs, w, h, axis=-2),
+         "the split and the scale are right, but the softmax runs over axis -2, the query axis, so each key's "
+         "column sums to 1; each query's weights must sum to 1 over the keys: axis=-1 (lesson 01)"),
+        (lambda: _layer(xs, w, h, direct_merge=True),
+         "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
+    ])
+
+
 def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: Any) -> Verdict:
-    """Question "fixed layer": ``forward(x, wq, wk, wv, wo, heads)`` for ``x (B, T, D)``, weights (D, D)."""
+    """Question "fixed layer": ``forward(x, wq, wk, wv, wo, heads)`` for ``x (B, T, D)``, weights (D, D).
+
+    Tried on the given problem, then on `FIXED_FORWARD_SIZES` with inputs and weights of their own; a
+    call of the library's layer (``MultiHead``, NumPy or torch) is refused before running.
+    """
     question = "fixed layer"
     xs = reference_array("x", x, "(B, T, D)", rank=3)
     w = [reference_array(name, m, "(D, D)", rank=2) for name, m in (("wq", wq), ("wk", wk), ("wv", wv), ("wo", wo))]
-    B, T, D = xs.shape
+    D = xs.shape[-1]
     if any(m.shape != (D, D) for m in w) or not isinstance(heads, (int, np.integer)) or heads < 1 or D % heads:
         raise ValueError(f"the weights must be (D, D) = {(D, D)} and heads must divide D = {D}")
-    args = (xs.copy(), *(m.copy() for m in w), heads)
+    if forward is not None:
+        refused = forbidden_call(question, forward, "MultiHead")
+        if refused is not None:
+            return refused
+    first_answer: Floats | None = None
+    for trial, (px, pw, ph) in enumerate(_fixed_forward_problems(xs, w, int(heads))):
+        verdict = _forward_verdict(question, forward, px, pw, ph)
+        where = f"x of shape {px.shape} with heads={ph} and weights of its own"
+        if isinstance(verdict, Verdict):
+            if trial == 0 or not verdict.answered:
+                return verdict
+            return failed(question, f"sizes hard-coded? Right for the lesson's x {xs.shape} with heads={int(heads)}, "
+                                    f"but on {where}: {verdict.message}. Read every size from the arguments")
+        if trial == 0:
+            if not same(verdict, _layer(px, pw, ph)):
+                if verdict.shape != px.shape:
+                    return failed(question, f"expected shape (B, T, D) = {px.shape}, got {verdict.shape}")
+                return failed(question, "the shape is right but the numbers are not the layer's output")
+            first_answer = verdict
+            continue
+        if same(verdict, _layer(px, pw, ph)):
+            continue
+        pB, pT, pD = px.shape
+        if first_answer is not None and same(verdict, first_answer):
+            return failed(question, f"your function returns the same output whatever it is given (tried on {where}): "
+                                    "it must compute from its arguments x, wq, wk, wv, wo and heads, not from the "
+                                    "notebook's x, numpy_layer or layer_weights")
+        if px.shape[-1] == D and same(verdict, _layer(px, w, ph)):
+            return failed(question, f"on {where} your function computed with the weights of the lesson's problem, "
+                                    "not with the weights it was given (the notebook's numpy_layer or "
+                                    "layer_weights?): use the arguments wq, wk, wv and wo")
+        other_heads = [n for n in range(1, pD + 1) if pD % n == 0 and n != ph]
+        wrong_heads = next((n for n in other_heads if same(verdict, _layer(px, pw, n))), None)
+        if wrong_heads is not None:
+            return failed(question, f"on {where} your layer used {wrong_heads} heads: read the head count from the "
+                                    "argument `heads` (and d_h = D // heads), not from the notebook's h")
+        mistake = _forward_mistake(verdict, px, pw, ph)
+        detail = mistake or (f"expected shape (B, T, D) = {(pB, pT, pD)}, got {verdict.shape}"
+                             if verdict.shape != (pB, pT, pD) else "the shape is right but the numbers are not")
+        return failed(question, f"sizes hard-coded? Right for the lesson's x {xs.shape} with heads={int(heads)}, "
+                                f"but not on {where}: {detail}. Read every size from the arguments")
+    return passed(question, "both bugs fixed: the split transposes to (B, h, T, d_h) and the scores are scaled")
+
+
+def _forward_verdict(question: str, forward: Any, xs: Floats, w: list[Floats], h: int) -> Floats | Verdict:
+    """The learner's output for one problem, or a failed `Verdict` when there is none to compare or it
+    equals a known mistake; an output that is wrong in another way is returned for the caller to diagnose."""
+    args = (xs.copy(), *(m.copy() for m in w), h)
     result = function_answer(question, forward, args, "the body: return the layer output, shape (B, T, D)")
     if isinstance(result, Verdict):
         return result
@@ -235,24 +397,9 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
     answer = array_answer(question, result, "the layer output")
     if isinstance(answer, Verdict):
         return answer
-    h = int(heads)
-    d_h = D // h
     if same(answer, _layer(xs, w, h)):
-        return passed(question, "both bugs fixed: the split transposes to (B, h, T, d_h) and the scores are scaled")
-    split_bug = "the split reshapes (B, T, D) straight to (B, h, T, d_h), so each head gets rows of several tokens"
-    scale_bug = "the scores go into the softmax unscaled (lesson 01)"
-    mistake = first_match(answer, [
-        (lambda: _layer(xs, w, h, direct_split=True, scale=1.0), f"both bugs remain: {split_bug}, and {scale_bug}"),
-        (lambda: _layer(xs, w, h, scale=1.0), f"the split is fixed; one bug remains: {scale_bug}"),
-        (lambda: _layer(xs, w, h, direct_split=True), f"the scale is fixed; one bug remains: {split_bug}"),
-        (lambda: _layer(xs, w, h, scale=1.0 / d_h), f"the scores are divided by d_h = {d_h}: too much (lesson 01)"),
-        (lambda: _layer(xs, w, h, scale=1.0 / np.sqrt(D)),
-         f"the scores are divided by sqrt(D) = sqrt({D}): each head's dot products have d_h = {d_h} terms, not D"),
-        (lambda: _layer(xs, w, h, direct_merge=True),
-         "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
-    ])
+        return answer
+    mistake = _forward_mistake(answer, xs, w, h)
     if mistake is not None:
         return failed(question, mistake)
-    if answer.shape != (B, T, D):
-        return failed(question, f"expected shape (B, T, D) = {(B, T, D)}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers are not the layer's output")
+    return answer

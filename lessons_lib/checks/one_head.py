@@ -11,6 +11,7 @@ query/key width, ``d_v`` value width.
 from __future__ import annotations
 
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     mask_answer,
     passed,
@@ -81,6 +83,10 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
         (lambda: raw / math.sqrt(S), f"you divided by sqrt(S), a length; the scale uses the feature width d = {d}"),
         (lambda: raw / math.sqrt(T), f"you divided by sqrt(T), a length; the scale uses the feature width d = {d}"),
     ])
+    if mistake is None and a.ndim == raw.ndim and a.shape != raw.shape and a.shape != (*raw.shape[:-2], S, T):
+        mistake = (f"expected shape (T, S) = {raw.shape}, one row per query and one column per key, but yours is "
+                   f"{a.shape}: are these the scores of other arrays (another lesson section's q and k) than the "
+                   "ones the question names?")
     return failed(question, mistake or _unknown("(T, S)", raw.shape, a.shape))
 
 
@@ -104,7 +110,19 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
         blocked = "" if mask is None else "; blocked positions get weight exactly 0"
         return passed(question, f"softmax over the source axis (axis=-1): every query's row sums to 1{blocked}")
     if np.isnan(a).any():
+        with np.errstate(all="ignore"):  # NumPy's softmax by hand: an all -inf column gives NaN, as the learner's
+            exps = np.exp(masked - masked.max(axis=-2, keepdims=True))
+            by_column = exps / exps.sum(axis=-2, keepdims=True)
+        if a.shape == sf.shape and np.array_equal(np.isnan(a), np.isnan(by_column)) and same(
+            np.nan_to_num(a), np.nan_to_num(by_column)
+        ):
+            return failed(question, "your softmax ran over the query axis (axis 0 / -2): each column was normalised, "
+                                    "and a blocked column (all -inf) gave NaN. A query shares its attention among "
+                                    "the source positions: use axis=-1")
         return failed(question, f"your weights contain {NAN}")
+    dropped = _dropped_columns(a, sf, keep)
+    if dropped is not None:
+        return failed(question, dropped)
     flat = masked.reshape(*sf.shape[:-2], -1)
     kept = np.where(keep, sf, 0.0)
     candidates: list[tuple[Any, str]] = [
@@ -133,6 +151,19 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
     if mistake is None and a.shape == sf.shape and not same(a.sum(axis=-1), np.ones(sf.shape[:-1])):
         mistake = "your rows do not sum to 1: each query's weights must be a probability distribution"
     return failed(question, mistake or _unknown("(T, S)", sf.shape, a.shape))
+
+
+def _dropped_columns(a: Floats, scores: Floats, keep: NDArray[np.bool_]) -> str | None:
+    """The message for weights computed on the kept columns only (padding removed), or ``None``."""
+    columns = keep.reshape(-1, keep.shape[-1])
+    if not (columns == columns[:1]).all() or columns[0].all():  # not a padding mask: the same columns for all
+        return None
+    kept = scores[..., columns[0]]
+    if a.shape != kept.shape or not same(a, softmax(kept, axis=-1)):
+        return None
+    return (f"you dropped the blocked positions, so your weights have {kept.shape[-1]} columns: keep all "
+            f"S = {scores.shape[-1]} source positions and give the blocked ones weight exactly 0 (a score of -inf "
+            "before the softmax)")
 
 
 def _numeric_mask_mistake(a: NDArray[Any], expected: NDArray[np.bool_]) -> str:
@@ -181,6 +212,9 @@ def check_causal_mask(answer: Any, T: int, S: int | None = None) -> Verdict:
         (np.triu(ones, k=1) if offset else None,
          f"two things: True marks the blocked positions (inverted convention), and the triangle ignores the offset "
          f"S - T = {offset}"),
+        (np.tril(ones, k=-offset) if offset else None,
+         f"the offset has the wrong sign: k = T - S = {-offset} moves the triangle down; query t sits at position "
+         f"S - T + t = {offset} + t, so the triangle moves up: k = S - T"),
         (np.tril(ones, k=offset - 1),
          "you excluded the diagonal: a query may attend to its own position (otherwise the first has nothing to see)"),
         (expected.T if offset == 0 else None,
@@ -231,7 +265,11 @@ def check_output(answer: Any, q: Any, k: Any, v: Any, allowed: Any = None) -> Ve
 
 
 LATER = "right for T = S = 5, d = 4, but not for T = 2, S = 6, d = 3, d_v = 4"
-BORROWED = "you called a finished attention; write the three steps yourself (a softmax helper is fine)"
+BORROWED = ("your function calls my_attention, the lesson's finished head, which is what this exercise asks you to "
+            "write: build it from NumPy operations yourself (a softmax helper is fine)")
+# Widths the lesson's arrays have (q, k of section 1 and the Quick check): a scale copied from them
+# is right only when the arguments happen to have that width.
+LESSON_WIDTHS = (4,)
 
 
 def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) -> str | None:
@@ -251,6 +289,10 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) 
         (lambda: softmax(raw.T / math.sqrt(d)), "your scores are k @ q.T (a row per key); scores have a row per query"),
         (lambda: softmax(raw.T), "your scores are k @ q.T (one row per key) and unscaled"),
         (lambda: softmax(raw / math.sqrt(k.shape[0])), "you divided by sqrt(S), a length; the scale uses the width d"),
+        (lambda: softmax(raw / math.sqrt(q.shape[0])), "you divided by sqrt(T), a length; the scale uses the width d"),
+        *((lambda width=width: softmax(raw / math.sqrt(width)),
+           f"d hard-coded: you divided by sqrt({width}), the notebook's width, but these q and k have d = {d}: "
+           "read d from q.shape[-1]") for width in LESSON_WIDTHS if width != d),
     ]
     if not same(w, expected_w):
         return first_match(w, weight_mistakes) or f"the weights are wrong: expected shape (T, S) = {expected_w.shape}"
@@ -263,18 +305,34 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) 
     return output_mistake or f"weights right, output wrong: {_unknown('(T, d_v)', expected_out.shape, out.shape)}"
 
 
+def _refers_to(function: Any, name: str) -> bool:
+    """Whether the code of ``function`` (nested functions too) loads the global or attribute ``name``."""
+    code = getattr(function, "__code__", None)
+    stack = [code] if isinstance(code, types.CodeType) else []
+    while stack:
+        code = stack.pop()
+        if name in code.co_names or name in code.co_freevars:
+            return True
+        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return False
+
+
 def check_attention_function(function: Any) -> Verdict:
     """Question "attention function": ``function(q, k, v) -> (output (T, d_v), weights (T, S))``,
     written from the steps (not by calling a finished attention), tried on two sets of inputs:
     self-attention ``T = S = 5, d = 4, d_v = 2``, then cross-attention ``T = 2, S = 6, d = 3, d_v = 4``.
 
-    Recognises: a call of a finished attention, one array instead of a pair, the pair swapped, no
-    scale, scaling by ``d`` or ``sqrt(S)``, the wrong softmax axis, ``k @ q.T``, the weights not
-    applied to ``v``, ``weights.T @ v``, and code that works only for the first shapes.
+    Recognises: a call of a finished attention (the library's, refused by the shared `forbidden_call`,
+    or the lesson's ``my_attention``), one array instead of a pair, the pair swapped, no scale,
+    scaling by ``d``, ``sqrt(S)`` or ``sqrt(T)``, a width hard-coded from the notebook, the wrong
+    softmax axis, ``k @ q.T``, the weights not applied to ``v``, ``weights.T @ v``, and code that
+    works only for the first shapes.
     """
     question = "attention function"
-    names = set(getattr(getattr(function, "__code__", None), "co_names", ()))
-    if names & {"attention", "my_attention", "scaled_dot_product_attention"}:  # mha_numpy's, the lesson's, torch's
+    refused = forbidden_call(question, function, "attention", "scaled_dot_product_attention")
+    if refused is not None:  # mha_numpy's attention or torch's
+        return refused
+    if _refers_to(function, "my_attention"):  # the lesson's own finished head (not a library function)
         return failed(question, BORROWED)
     rng = np.random.default_rng(11)
     problems = [

@@ -1,12 +1,15 @@
 """Quick check of the lesson "Splitting into heads": one checker per exercise, each returning a `Verdict`
 that names the known mistake a wrong answer equals; a "not yet" message never spells out the solution.
 
-- `check_head_width`: ``d_h`` for ``D = 2048, h = 16``; D times h, h over D, D or h itself.
+- `check_head_width`: ``d_h`` for ``D = 2048, h = 16``, an int; D times h, h over D, D or h itself,
+  a float such as ``2048 / 16`` (named by its type).
 - `check_head_reads`: the input features and ``W_q`` columns of head 1; the input cut into groups,
   interleaved columns, another head's block, all columns.
 - `check_split` / `check_merge`: a learner's ``(B, T, D) <-> (B, h, T, d_h)`` function, run on
   labelled inputs of two sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
-  interleaved features, heads averaged, summed or glued along the tokens, a call of the library.
+  interleaved features, heads averaged, summed or glued along the tokens, sizes hard-coded (right on
+  the first size only), a call of the library (refused before running, by the shared `forbidden_call`),
+  a result of another kind or dtype than the input (`same_kind`).
 - `check_view_merge`: the PyTorch merge that ends in ``.view``; ``.view`` on the transposed tensor,
   the same numerical mistakes as `check_merge`, ``.view`` not used.
 
@@ -16,7 +19,6 @@ imported: torch results go through the shared readers, torch inputs are made by 
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,12 +30,16 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
+    int_answer,
     int_array_answer,
     number_answer,
     passed,
     same,
+    same_kind,
     unanswered,
+    uses_name,
 )
 from lessons_lib.validation import check_array, head_width
 
@@ -44,9 +50,11 @@ __all__ = [
 
 Labels = NDArray[np.float64]
 
-# (B, T, D, h) for the split and merge checks. T, h and d_h all differ, so a missing transpose or a
-# swapped pair of axes changes the shape; two cases catch a function that hard-codes its sizes.
-SPLIT_CASES: tuple[tuple[int, int, int, int], ...] = ((2, 3, 8, 2), (1, 5, 12, 3))
+# (B, T, D, h) for the split and merge checks. Within a case T, h and d_h differ, so a missing transpose
+# or a swapped pair of axes changes the shape. Across the cases B, T, h and d_h = D / h all differ
+# (d_h = 4, 5, 3), and none is the lesson's (B, T, D, h) = (2, 4, 8, 2): a function that hard-codes
+# any size, or reads one from the notebook's variables, fails on a later case.
+SPLIT_CASES: tuple[tuple[int, int, int, int], ...] = ((2, 3, 8, 2), (1, 5, 15, 3), (3, 2, 12, 4))
 
 # Label layout: entry [b, t, f] holds 10000*b + 100*t + f, so every number says where it came from.
 _BATCH_STEP = 10_000
@@ -154,6 +162,11 @@ def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any],
             "you put the heads one after another along the token axis, (B, h*T, d_h). The heads go side "
             "by side along the feature axis; the tokens stay T",
         ),
+        "sequences glued instead of heads": (
+            np.concatenate(list(heads_out), axis=-1),
+            "concatenating the array heads_out itself walks its first axis, the batch: it put the B sequences "
+            "side by side, (h, T, B*d_h), not the heads. Concatenation needs a list of the h head blocks",
+        ),
     }
 
 
@@ -167,73 +180,96 @@ def _first_difference(got: NDArray[Any], want: Labels, sizes: tuple[int, int, in
     return f"at [{at}] expected {describe_label(want[index], *sizes)} but found {describe_label(got[index], *sizes)}"
 
 
-def _uses(function: Any, name: str) -> bool:
-    """Whether ``function`` is named ``name`` or its code (nested functions too) refers to ``name``."""
-    code = getattr(function, "__code__", None)
-    stack = [code] if isinstance(code, types.CodeType) else []
-    while stack:
-        code = stack.pop()
-        if name in code.co_names:
-            return True
-        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
-    return getattr(function, "__name__", None) == name
+def _hard_coded(verdict: Verdict, case: int) -> Verdict:
+    """``verdict`` for a later case of `SPLIT_CASES`, told as a function right on the first size only."""
+    if not verdict.answered:
+        return verdict
+    if case == 0:
+        if "your function raised" not in verdict.message:
+            return verdict
+        return failed(verdict.question, f"{verdict.message}. If a size is copied from the notebook (its B=2, T=4, "
+                                        "D=8, h=2, d_h=4), read it from the argument's shape instead: the checker "
+                                        "uses sizes of its own")
+    sizes = ", ".join(f"{name}={value}" for name, value in zip(("B", "T", "D", "h"), SPLIT_CASES[0], strict=True))
+    B, T, D, heads = SPLIT_CASES[case]
+    return failed(verdict.question, f"sizes hard-coded? Right for {sizes}, but not for B={B}, T={T}, D={D}, "
+                                    f"h={heads} (d_h = {D // heads}): {verdict.message}. Read every size from the "
+                                    "argument's shape (and d_h = D // heads): a d_h = 4, T or h copied from the "
+                                    "notebook fits the notebook's sizes only")
 
 
 def _run_cases(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any] = np.copy) -> Verdict:
     """Run the learner's split (``split``) or merge ``fn`` on each of `SPLIT_CASES`; the first mistake,
     or a passed `Verdict` with an empty message."""
-    for B, T, D, heads in SPLIT_CASES:
-        x = labelled_input(B, T, D)
-        heads_out = np.ascontiguousarray(_split(x, heads))
-        args: tuple[Any, ...]
-        if split:
-            where = f"on x of shape (B, T, D) = {x.shape} with heads={heads}"
-            args, want, layout, wrong = (convert(x), heads), heads_out, "(B, h, T, d_h)", known_wrong_splits(x, heads)
-        else:
-            where = f"on heads_out of shape (B, h, T, d_h) = {heads_out.shape}"
-            args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out)
-        returned = function_answer(question, fn, args, what)
-        if isinstance(returned, Verdict):
-            return failed(question, f"{where} {returned.message}") if returned.answered else returned
-        result = array_answer(question, returned, f"the {layout} array")
-        if isinstance(result, Verdict):
-            return failed(question, f"{where} {result.message}")
-        if same(result, want):
-            continue
-        mistake = first_match(result, [(value, f"{name}: {where}, {why}") for name, (value, why) in wrong.items()])
-        if mistake is not None:
-            return failed(question, mistake)
-        if result.shape != want.shape:
-            return failed(question, f"{where} expected shape {layout} = {want.shape} but got {tuple(result.shape)}")
-        first = _first_difference(result, want, (B, T, D))
-        if not same(np.sort(result, axis=None), np.sort(want, axis=None)):
-            return failed(question, f"{where} the result holds different numbers from the input; a split or merge "
-                                    f"only moves numbers, it must not change them ({first})")
-        return failed(question, f"{where} the shape is right but the numbers are not: {first}")
+    for case, (B, T, D, heads) in enumerate(SPLIT_CASES):
+        verdict = _run_case(question, fn, what, split, convert, (B, T, D, heads))
+        if not verdict.ok:
+            return _hard_coded(verdict, case)
     return passed(question, "")
+
+
+def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any],
+              sizes: tuple[int, int, int, int]) -> Verdict:
+    """The verdict on ``fn`` for one case ``(B, T, D, heads)``; passed with an empty message if right."""
+    B, T, D, heads = sizes
+    x = labelled_input(B, T, D)
+    heads_out = np.ascontiguousarray(_split(x, heads))
+    args: tuple[Any, ...]
+    if split:
+        where = f"on x of shape (B, T, D) = {x.shape} with heads={heads}"
+        args, want, layout, wrong = (convert(x), heads), heads_out, "(B, h, T, d_h)", known_wrong_splits(x, heads)
+    else:
+        where = f"on heads_out of shape (B, h, T, d_h) = {heads_out.shape}"
+        args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out)
+    returned = function_answer(question, fn, args, what)
+    if isinstance(returned, Verdict):
+        return failed(question, f"{where} {returned.message}") if returned.answered else returned
+    result = array_answer(question, returned, f"the {layout} array")
+    if isinstance(result, Verdict):
+        return failed(question, f"{where} {result.message}")
+    other_kind = same_kind(question, returned, args[0])
+    if other_kind is not None:
+        return failed(question, f"{where}: {other_kind.message}")
+    if same(result, want):
+        return passed(question, "")
+    mistake = first_match(result, [(value, f"{name}: {where}, {why}") for name, (value, why) in wrong.items()])
+    if mistake is not None:
+        return failed(question, mistake)
+    if result.shape != want.shape:
+        return failed(question, f"{where} expected shape {layout} = {want.shape} but got {tuple(result.shape)}")
+    first = _first_difference(result, want, (B, T, D))
+    if not same(np.sort(result, axis=None), np.sort(want, axis=None)):
+        return failed(question, f"{where} the result holds different numbers from the input; a split or merge "
+                                f"only moves numbers, it must not change them ({first})")
+    return failed(question, f"{where} the shape is right but the numbers are not: {first}")
 
 
 def check_split(fn: Any) -> Verdict:
     """Run ``fn(x (B, T, D), heads) -> (B, h, T, d_h)`` on labelled inputs and explain any mistake.
 
-    ``fn`` receives a NumPy float64 array; it may return a NumPy array or a torch tensor.
+    ``fn`` receives a NumPy float64 array and must return one (a tensor, or another dtype, is refused).
     """
-    verdict = _run_cases("split", fn, "split(x, heads): x has shape (B, T, D); return the (B, h, T, d_h) array", True)
+    what = "split(x, heads): x has shape (B, T, D); return the (B, h, T, d_h) array"
+    if fn is not None:
+        refused = forbidden_call("split", fn, "split_heads")
+        if refused is not None:
+            return refused
+    verdict = _run_cases("split", fn, what, True)
     if not verdict.ok:
         return verdict
-    if _uses(fn, "split_heads"):
-        return failed("split", "the numbers are right, but your function calls split_heads: do the split yourself")
     return passed("split", "each head holds its own d_h consecutive features of every token, in (B, h, T, d_h)")
 
 
 def check_merge(fn: Any) -> Verdict:
     """Run ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)`` on labelled inputs and explain any mistake."""
     what = "merge(heads_out): heads_out has shape (B, h, T, d_h); return the (B, T, D) array"
+    if fn is not None:
+        refused = forbidden_call("merge", fn, "merge_heads")
+        if refused is not None:
+            return refused
     verdict = _run_cases("merge", fn, what, False)
     if not verdict.ok:
         return verdict
-    if _uses(fn, "merge_heads"):
-        return failed("merge", "the numbers are right, but your function calls merge_heads: do the merge yourself")
     return passed("merge", "every token regains its D features, head 0's block, then head 1's, ...: merge undoes split")
 
 
@@ -247,12 +283,16 @@ def check_view_merge(fn: Any, like: Any) -> Verdict:
     if not callable(getattr(like, "new_tensor", None)):
         raise TypeError(f"like must be a torch tensor (it makes the test inputs), got {type(like).__name__}")
     what = "merge_with_view(heads_out): heads_out is a (B, h, T, d_h) tensor; return the (B, T, D) tensor"
+    if fn is not None:
+        refused = forbidden_call(question, fn, "merge_heads")
+        if refused is not None:
+            return refused
     verdict = _run_cases(question, fn, what, False, like.new_tensor)
     if "view size is not compatible" in verdict.message:
         return failed(question, ".view refused the transposed tensor: after .transpose its memory is no longer in "
                                 "(B, T, h, d_h) order (it is not contiguous), so no strides describe (B, T, D). "
                                 "Section 7 shows how to get a tensor that .view accepts")
-    if verdict.ok and not _uses(fn, "view"):
+    if verdict.ok and not uses_name(fn, "view"):
         return failed(question, "the numbers are right, but the question asks for .view and your code never calls it")
     if not verdict.ok:
         return verdict
@@ -260,14 +300,17 @@ def check_view_merge(fn: Any, like: Any) -> Verdict:
 
 
 def check_head_width(d_h: Any) -> Verdict:
-    """Question: a layer has ``D = 2048`` and ``h = 16``; how wide is one head (``d_h``)?"""
+    """Question: a layer has ``D = 2048`` and ``h = 16``; how wide is one head (``d_h``, an int)?
+
+    A known mistake is named whatever the number's type; the right number as a float (``2048 / 16``)
+    is refused by `int_answer` with a message that names the type.
+    """
     question = "head width"
     D, h = HEAD_WIDTH_QUESTION["D"], HEAD_WIDTH_QUESTION["h"]
-    value = number_answer(question, d_h, "one number: how many features one head works with")
+    what = "one whole number: how many features one head works with"
+    value = number_answer(question, d_h, what)
     if isinstance(value, Verdict):
         return value
-    if value == D // h:
-        return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
     mistake = first_match(value, [
         (D * h, "you multiplied D by h; the heads share the D features between them"),
         (h / D, "you divided h by D, which gives a fraction of one feature; the heads share the D features"),
@@ -276,6 +319,11 @@ def check_head_width(d_h: Any) -> Verdict:
     ])
     if mistake is not None:
         return failed(question, mistake)
+    count = int_answer(question, d_h, what)
+    if isinstance(count, Verdict):
+        return count
+    if count == D // h:
+        return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
     return failed(question, f"got {d_h!r}; each of the h = {h} heads gets an equal share of the D = {D} features")
 
 
@@ -306,6 +354,10 @@ def check_head_reads(input_features: Iterable[int] | None, weight_columns: Itera
         problems.append(f"input_features: head {head} does not read only its own slice of d_h={d_h} input features: "
                         "we split the projection's output into heads, we do not cut the input into groups. Section 3 "
                         "shows which input features reach each head")
+    elif len(inputs) == d_h and inputs == list(range(inputs[0], inputs[0] + d_h)):
+        problems.append(f"input_features: {inputs} is a slice of d_h={d_h} input features, but a head does not read "
+                        "a slice of the input: we split the projection's output into heads, we do not cut the input "
+                        "into groups. Section 3 shows which input features reach each head")
     elif inputs != list(range(D)):
         problems.append(f"input_features: got {inputs}; a head's projection is x @ W_q[:, its columns]: look at "
                         "which rows of W_q that product uses (one row per input feature)")

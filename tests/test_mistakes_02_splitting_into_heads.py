@@ -1,0 +1,286 @@
+"""Typical mistakes in lesson 02 (Splitting into heads) and the diagnosis each must get.
+
+The exercises' inputs are rebuilt as the notebook builds them (the Quick check of lesson 02 needs
+only the torch tensor ``out_t`` of section 7, whose dtype is float64); the wrong answers are those a
+learner is likely to hand in, including the ones issue 19 lists (a ``d_h`` hard-coded to 4, a float
+for the head width, a NumPy array returned for a tensor, a call of the library's function).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
+
+from lessons_lib import mha_numpy
+from lessons_lib.checks import splitting_into_heads as checks
+
+OUT_T = torch.zeros(1, dtype=torch.float64)  # like section 7's out_t: the checker reads its dtype
+
+
+def split_right(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).transpose(0, 2, 1, 3)
+
+
+def merge_right(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).reshape(B, T, h * d_h)
+
+
+def view_right(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).contiguous().view(B, T, h * d_h)
+
+
+# ----- wrong splits ------------------------------------------------------------------------------
+def split_direct(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, heads, T, D // heads)
+
+
+def split_no_transpose(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads)
+
+
+def split_interleaved(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, D // heads, heads).transpose(0, 3, 1, 2)
+
+
+def split_features_before_tokens(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).transpose(0, 2, 3, 1)
+
+
+def split_heads_first(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).transpose(2, 0, 1, 3)
+
+
+def split_d_h_4(x: Any, heads: int) -> Any:
+    B, T, _D = x.shape
+    return x.reshape(B, T, heads, 4).transpose(0, 2, 1, 3)  # the lesson's d_h
+
+
+def split_h_2(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3)  # the lesson's h
+
+
+def split_t_4(x: Any, heads: int) -> Any:
+    B, _T, D = x.shape
+    return x.reshape(B, 4, heads, D // heads).transpose(0, 2, 1, 3)  # the lesson's T
+
+
+def split_library(x: Any, heads: int) -> Any:
+    return mha_numpy.split_heads(x, heads)
+
+
+def split_to_torch(x: Any, heads: int) -> Any:
+    return torch.from_numpy(split_right(x, heads).copy())
+
+
+def split_float32(x: Any, heads: int) -> Any:
+    return split_right(x.astype(np.float32), heads)
+
+
+# ----- wrong merges ------------------------------------------------------------------------------
+def merge_direct(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.reshape(B, T, h * d_h)
+
+
+def merge_interleaved(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 3, 1).reshape(B, T, h * d_h)
+
+
+def merge_no_reshape(heads_out: Any) -> Any:
+    return heads_out.transpose(0, 2, 1, 3)
+
+
+def merge_average(heads_out: Any) -> Any:
+    return heads_out.mean(axis=1)
+
+
+def merge_concatenate_array(heads_out: Any) -> Any:
+    return np.concatenate(heads_out, axis=-1)
+
+
+def merge_d_h_4(heads_out: Any) -> Any:
+    B, h, T, _d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).reshape(B, T, h * 4)
+
+
+def merge_d_8(heads_out: Any) -> Any:
+    B, _h, T, _d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).reshape(B, T, 8)  # the lesson's D
+
+
+def merge_library(heads_out: Any) -> Any:
+    return mha_numpy.merge_heads(heads_out)
+
+
+# ----- wrong view merges -------------------------------------------------------------------------
+def view_direct(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.view(B, T, h * d_h)
+
+
+def view_of_transposed(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).view(B, T, h * d_h)
+
+
+def view_with_reshape(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).reshape(B, T, h * d_h)
+
+
+def view_to_numpy(heads_out: Any) -> Any:
+    return view_right(heads_out).numpy()
+
+
+def view_float32(heads_out: Any) -> Any:
+    return view_right(heads_out).float()
+
+
+def view_library(heads_out: Any) -> Any:
+    from lessons_lib import mha_torch
+
+    return mha_torch.merge_heads(heads_out)
+
+
+def view_average(heads_out: Any) -> Any:
+    return heads_out.mean(dim=1)
+
+
+MISTAKES: list[Mistake] = [
+    # Your turn 1: the head width, an int
+    Mistake("02 YT1 head width", "2048 / 16, a float", lambda: checks.check_head_width(2048 / 16), "is a float"),
+    Mistake("02 YT1 head width", "D times h", lambda: checks.check_head_width(2048 * 16), "multiplied D by h"),
+    Mistake("02 YT1 head width", "h over D", lambda: checks.check_head_width(16 / 2048), "divided h by D"),
+    Mistake("02 YT1 head width", "D itself", lambda: checks.check_head_width(2048), "is D, the width of all heads"),
+    Mistake("02 YT1 head width", "h itself", lambda: checks.check_head_width(16), "is h, the number of heads"),
+    Mistake("02 YT1 head width", "the number as text", lambda: checks.check_head_width("128"), "got str '128'"),
+    Mistake("02 YT1 head width", "another number", lambda: checks.check_head_width(64), "equal share", named=False),
+    # Your turn 2: what head 1 reads
+    Mistake("02 YT2 head reads", "head 1 reads only its own slice of the input",
+            lambda: checks.check_head_reads(range(4, 8), range(4, 8)), "does not read only its own slice"),
+    Mistake("02 YT2 head reads", "interleaved columns",
+            lambda: checks.check_head_reads(range(8), range(1, 8, 2)), "interleaved columns"),
+    Mistake("02 YT2 head reads", "head 0's columns (counting heads from 1)",
+            lambda: checks.check_head_reads(range(8), range(4)), "block of head 0"),
+    Mistake("02 YT2 head reads", "every column", lambda: checks.check_head_reads(range(8), range(8)),
+            "all 8 columns together"),
+    Mistake("02 YT2 head reads", "whole-number floats for indices",
+            lambda: checks.check_head_reads(np.arange(8.0), range(4, 8)), "integer indices"),
+    Mistake("02 YT2 head reads", "the first half of the features",
+            lambda: checks.check_head_reads(range(4), range(4, 8)), "a head does not read a slice of the input"),
+    Mistake("02 YT2 head reads", "a few features",
+            lambda: checks.check_head_reads([0, 4], range(4, 8)), "input_features: got", named=False),
+    # Your turn 3: split
+    Mistake("02 YT3 split", "one reshape straight to (B, h, T, d_h)", lambda: checks.check_split(split_direct),
+            "direct reshape"),
+    Mistake("02 YT3 split", "the transpose missing", lambda: checks.check_split(split_no_transpose),
+            "missing transpose"),
+    Mistake("02 YT3 split", "features cut as (d_h, h)", lambda: checks.check_split(split_interleaved),
+            "interleaved features"),
+    Mistake("02 YT3 split", "features moved before the tokens",
+            lambda: checks.check_split(split_features_before_tokens), "(B, h, d_h, T)"),
+    Mistake("02 YT3 split", "the head axis moved before the batch", lambda: checks.check_split(split_heads_first),
+            "(h, B, T, d_h)"),
+    Mistake("02 YT3 split", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_split(split_d_h_4),
+            "sizes hard-coded"),
+    Mistake("02 YT3 split", "h hard-coded to 2", lambda: checks.check_split(split_h_2), "sizes hard-coded"),
+    Mistake("02 YT3 split", "T hard-coded to the lesson's 4", lambda: checks.check_split(split_t_4),
+            "copied from the notebook"),
+    Mistake("02 YT3 split", "a call of split_heads", lambda: checks.check_split(split_library),
+            "calls the library's split_heads"),
+    Mistake("02 YT3 split", "a torch tensor returned for a NumPy array", lambda: checks.check_split(split_to_torch),
+            "must return a NumPy array"),
+    Mistake("02 YT3 split", "float32 returned for float64", lambda: checks.check_split(split_float32),
+            "returned float32"),
+    # Your turn 4: merge
+    Mistake("02 YT4 merge", "one reshape straight to (B, T, D)", lambda: checks.check_merge(merge_direct),
+            "direct reshape"),
+    Mistake("02 YT4 merge", "head axis moved last", lambda: checks.check_merge(merge_interleaved),
+            "interleaved features"),
+    Mistake("02 YT4 merge", "the reshape missing", lambda: checks.check_merge(merge_no_reshape), "missing reshape"),
+    Mistake("02 YT4 merge", "heads averaged", lambda: checks.check_merge(merge_average), "you averaged the heads"),
+    Mistake("02 YT4 merge", "np.concatenate(heads_out, axis=-1)", lambda: checks.check_merge(merge_concatenate_array),
+            "walks its first axis, the batch"),
+    Mistake("02 YT4 merge", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_merge(merge_d_h_4),
+            "sizes hard-coded"),
+    Mistake("02 YT4 merge", "D hard-coded to the lesson's 8", lambda: checks.check_merge(merge_d_8),
+            "sizes hard-coded"),
+    Mistake("02 YT4 merge", "a call of merge_heads", lambda: checks.check_merge(merge_library),
+            "calls the library's merge_heads"),
+    # Your turn 5: merge with .view
+    Mistake("02 YT5 view merge", ".view without the transpose", lambda: checks.check_view_merge(view_direct, OUT_T),
+            "direct reshape"),
+    Mistake("02 YT5 view merge", ".view of the transposed tensor",
+            lambda: checks.check_view_merge(view_of_transposed, OUT_T), ".view refused the transposed tensor"),
+    Mistake("02 YT5 view merge", ".reshape instead of .view", lambda: checks.check_view_merge(view_with_reshape, OUT_T),
+            "never calls it"),
+    Mistake("02 YT5 view merge", "a NumPy array returned for a tensor (issue 19)",
+            lambda: checks.check_view_merge(view_to_numpy, OUT_T), "must return a torch tensor, got NumPy array"),
+    Mistake("02 YT5 view merge", "float32 returned for float64 (issue 19)",
+            lambda: checks.check_view_merge(view_float32, OUT_T), "returned torch.float32"),
+    Mistake("02 YT5 view merge", "a call of mha_torch.merge_heads",
+            lambda: checks.check_view_merge(view_library, OUT_T), "calls the library's merge_heads"),
+    Mistake("02 YT5 view merge", "heads averaged", lambda: checks.check_view_merge(view_average, OUT_T),
+            "you averaged the heads"),
+]
+
+
+def split_by_np_split(x: Any, heads: int) -> Any:
+    return np.stack(np.split(x, heads, axis=-1), axis=1)
+
+
+def split_with_swapaxes(x: Any, heads: int) -> Any:
+    B, T, _D = x.shape
+    return x.reshape(B, T, heads, -1).swapaxes(1, 2)
+
+
+def merge_by_concatenation(heads_out: Any) -> Any:
+    return np.concatenate([heads_out[:, i] for i in range(heads_out.shape[1])], axis=-1)
+
+
+def view_with_permute(heads_out: Any) -> Any:
+    B, _h, T, _d_h = heads_out.shape
+    return heads_out.permute(0, 2, 1, 3).contiguous().view(B, T, -1)
+
+
+RIGHT: list[RightAnswer] = [
+    RightAnswer("02 YT1 head width", "2048 // 16", lambda: checks.check_head_width(2048 // 16)),
+    RightAnswer("02 YT1 head width", "np.int64(128)", lambda: checks.check_head_width(np.int64(128))),
+    RightAnswer("02 YT1 head width", "int(2048 / 16)", lambda: checks.check_head_width(int(2048 / 16))),
+    RightAnswer("02 YT2 head reads", "lists", lambda: checks.check_head_reads(list(range(8)), [4, 5, 6, 7])),
+    RightAnswer("02 YT2 head reads", "ranges and an array",
+                lambda: checks.check_head_reads(range(8), np.arange(4, 8))),
+    RightAnswer("02 YT3 split", "reshape then transpose", lambda: checks.check_split(split_right)),
+    RightAnswer("02 YT3 split", "np.split and np.stack", lambda: checks.check_split(split_by_np_split)),
+    RightAnswer("02 YT3 split", "reshape with -1 then swapaxes", lambda: checks.check_split(split_with_swapaxes)),
+    RightAnswer("02 YT4 merge", "transpose then reshape", lambda: checks.check_merge(merge_right)),
+    RightAnswer("02 YT4 merge", "np.concatenate of the head blocks",
+                lambda: checks.check_merge(merge_by_concatenation)),
+    RightAnswer("02 YT5 view merge", "transpose, contiguous, view", lambda: checks.check_view_merge(view_right, OUT_T)),
+    RightAnswer("02 YT5 view merge", "permute, contiguous, view(B, T, -1)",
+                lambda: checks.check_view_merge(view_with_permute, OUT_T)),
+]
+
+
+@pytest.mark.parametrize("row", MISTAKES, ids=row_id)
+def test_typical_mistake_is_diagnosed(row: Mistake) -> None:
+    assert_diagnosed(row)
+
+
+@pytest.mark.parametrize("row", RIGHT, ids=row_id)
+def test_right_answer_is_accepted(row: RightAnswer) -> None:
+    assert_accepted(row)

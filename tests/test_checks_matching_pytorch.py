@@ -343,7 +343,15 @@ CALL_MISTAKES: list[tuple[str, Callable[[Any, Any], Any], tuple[str, ...]]] = [
      ("attention weights",)),
     ("averaged weights", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[1], ("attention weights",)),
     ("fixed length", lambda m, x: m(x, x, x, attn_mask=blocked_upper(T))[0],
-     ("right for T = 4 but not for T = 3", "length of x")),
+     ("right for the lesson's x (B, T) = (2, 4) but not for (B, T) = (2, 3)", "from x itself")),
+    ("fixed batch", lambda m, x: m(x[:2], x[:2], x[:2], attn_mask=blocked_upper(x.shape[1]))[0],
+     ("but not for (B, T) = (3, 6)", "from x itself")),
+    ("anti-causal", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]).T)[0],
+     ("anti-causal", "blocks the past")),
+    ("NumPy array", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].detach().numpy(),
+     ("given a torch tensor and must return a torch tensor", "got NumPy array")),
+    ("float32", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].float(),
+     ("given torch.float64 numbers and returned torch.float32",)),
 ]
 
 

@@ -265,10 +265,13 @@ def test_strongest_source_tries_a_second_size_and_wants_integers() -> None:
     assert not floats.ok and "the right positions, but as float64 numbers" in floats.message
 
 
-def test_strongest_source_accepts_torch() -> None:
-    torch = pytest.importorskip("torch")
-    assert check_strongest_source(lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1)).ok
-    assert check_strongest_source(lambda w, i: torch.from_numpy(w).float()[:, i].max(dim=-1).indices).ok
+def test_strongest_source_refuses_a_tensor_for_numpy_weights() -> None:
+    torch = pytest.importorskip("torch")  # issue 19: a tensor question refuses an array, and the reverse
+    for function in (lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1),
+                      lambda w, i: torch.from_numpy(w).float()[:, i].max(dim=-1).indices):
+        verdict = check_strongest_source(function)
+        assert not verdict.ok
+        assert "given a NumPy array and must return a NumPy array, got torch tensor" in verdict.message
 
 
 def raises(weights: Weights, head: int) -> Any:

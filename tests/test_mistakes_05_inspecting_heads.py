@@ -131,6 +131,12 @@ MISTAKES: list[Mistake] = [
         strongest(lambda w, i: w[:, i].argmax(axis=-1).astype(np.float64)),
         "as float64 numbers",
     ),
+    Mistake(
+        "05 YT5 strongest source",
+        "a torch tensor returned for NumPy weights",
+        strongest(lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1)),
+        "must return a NumPy array, got torch tensor",
+    ),
 ]
 
 RIGHT: list[RightAnswer] = [
@@ -144,9 +150,6 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("05 YT4 score multiplies", "B*T*S*D", multiplies(3 * 20 * 30 * 384)),
     RightAnswer(
         "05 YT5 strongest source", "argmax over the last axis", strongest(lambda w, i: w[:, i].argmax(axis=-1))
-    ),
-    RightAnswer(
-        "05 YT5 strongest source", "in torch", strongest(lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1))
     ),
     RightAnswer(
         "05 YT5 strongest source", "as nested lists", strongest(lambda w, i: np.argmax(w, axis=-1)[:, i].tolist())

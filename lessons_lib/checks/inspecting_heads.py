@@ -26,6 +26,7 @@ from lessons_lib.checks import (
     passed,
     reference_array,
     same,
+    same_kind,
 )
 from lessons_lib.validation import check_int, head_width
 
@@ -191,7 +192,8 @@ def check_strongest_source(function: Any) -> Verdict:
     lesson's ``weights`` is neither). Recognises: the argmax over the query axis, the average over
     heads, the head number used on the batch or query axis, every head or only sequence 0 returned, a
     neighbouring head, the largest weights instead of their positions, an argmax over the flattened
-    array, floats instead of integers, and sizes that only fit the first problem.
+    array, floats instead of integers, a torch tensor returned for NumPy weights, and sizes that only
+    fit the first problem.
     """
     question = "strongest source"
     verdict = failed(question, "no problem tried")
@@ -218,6 +220,10 @@ def _strongest_verdict(question: str, function: Any, weights: NDArray[np.float64
         return got
     mine = weights[:, head]  # (B, T, S)
     if same(got, mine.argmax(axis=-1)):
+        if hasattr(result, "detach"):  # a tensor for NumPy weights: same_kind names both kinds
+            kind = same_kind(question, result, weights)
+            if kind is not None:
+                return kind
         dtype = as_numpy(result).dtype
         if dtype.kind not in "iu":
             return failed(question, f"the right positions, but as {dtype} numbers: positions are integers; "

@@ -160,7 +160,7 @@ MISTAKES: list[Mistake] = [
         pool(lambda w, h, k: w.reshape(w.shape[0], k, h // k, -1).mean(axis=2)),
         "put the heads side by side",
     ),
-    Mistake("06 YT5 mean pooling", "D hard-coded", pool(pool_d_hard_coded), "raised ValueError"),
+    Mistake("06 YT5 mean pooling", "D hard-coded", pool(pool_d_hard_coded), "take D and d_h from w.shape"),
     Mistake(
         "06 YT5 mean pooling",
         "a torch tensor returned",

@@ -73,10 +73,10 @@ def _causal_variants(allowed: Bools) -> list[tuple[Bools, str]]:
     if T > S or not np.array_equal(allowed, causal_mask(T, S)):
         return []
     rows, cols = np.indices((T, S))
+    how = "tril and triu swapped, or the comparison turned round" + (", or the mask transposed" if T == S else "")
     variants = [(cols >= rows + (S - T),
-                 "anti-causal: this mask lets each query see itself and the positions after it and blocks the "
-                 "past (tril and triu swapped, or the comparison turned round); causal attention sees the past "
-                 "(sections 3 and 4)")]
+                 f"anti-causal: this mask lets each query see itself and the positions after it and blocks the "
+                 f"past ({how}); causal attention sees the past (sections 3 and 4)")]
     if T != S:
         variants.append((cols <= rows,
                          "top-left alignment: this is SDPA's is_causal triangle, tril(ones(T, S)), where query t "
@@ -104,8 +104,8 @@ def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
         (allowed_mask,
          "inverted convention: you passed allowed itself (True = may attend), but nn.MultiheadAttention "
          "reads True as blocked, so it would block exactly the positions you meant to allow"),
+        *[(~variant, message) for variant, message in _causal_variants(allowed_mask)],  # before .T: for T = S
         (blocked.T, "the mask is transposed: rows are queries (T) and columns are source positions (S)"),
-        *[(~variant, message) for variant, message in _causal_variants(allowed_mask)],
     ])
     if mistake is not None:
         return failed(question, mistake)

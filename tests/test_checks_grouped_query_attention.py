@@ -156,7 +156,8 @@ def test_group_size() -> None:
     assert "number of all query heads" in not_yet(check_group_size(32, heads=32, kv_heads=8), 4)
     assert "fraction of a head" in not_yet(check_group_size(0, heads=32, kv_heads=8), 4)
     assert "read the same K/V head" in not_yet(check_group_size(3, heads=32, kv_heads=8), 4)
-    assert "whole number" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
+    assert "is h_kv / h, a fraction of a head" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
+    assert "whole number" in not_yet(check_group_size(0.3, heads=32, kv_heads=8), 4)
     assert "4.0 is a float, and the question asks for an int" in not_yet(check_group_size(32 / 8, 32, 8), 4)
     assert repr(check_group_size(4, 32, 8)).startswith("[group size] correct")
 

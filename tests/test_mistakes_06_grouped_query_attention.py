@@ -69,7 +69,7 @@ MISTAKES: list[Mistake] = [
     Mistake("06 YT1 group size", "h_kv (the number of K/V heads)", group(8), "is h_kv, the number of K/V heads"),
     Mistake("06 YT1 group size", "h (all query heads)", group(32), "the number of all query heads"),
     Mistake("06 YT1 group size", "h_kv // h", group(8 // 32), "a fraction of a head"),
-    Mistake("06 YT1 group size", "0.25 (h_kv / h)", group(8 / 32), "expected one whole number (an int)"),
+    Mistake("06 YT1 group size", "0.25 (h_kv / h)", group(8 / 32), "is h_kv / h, a fraction of a head"),
     # ----- Your turn 2: which K/V head each query head reads -------------------------------------------
     Mistake(
         "06 YT2 K/V head function",

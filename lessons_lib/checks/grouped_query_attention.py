@@ -144,6 +144,10 @@ def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
     right = group_size(heads, kv_heads)
     value = int_answer(question, answer, "the number of query heads that share one K/V head (an integer)")
     if isinstance(value, Verdict):
+        number = number_answer(question, answer, "")
+        if value.answered and not isinstance(number, Verdict) and same(number, kv_heads / heads) and kv_heads != heads:
+            return failed(question, f"{number!r} is h_kv / h, a fraction of a head; g counts the query heads that "
+                                    "share one K/V head, and is an int")
         return value
     if value == right:
         return passed(question, f"g = h / h_kv = {heads} / {kv_heads} = {right} query heads per K/V head")

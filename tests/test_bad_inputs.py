@@ -1830,14 +1830,14 @@ BAD_INPUTS = [
         "check_weight_entries_infinite_answer",
         lambda: inspecting_heads.check_weight_entries(float("inf"), B=1, h=2, T=3, S=4),
         RETURNS,
-        ("[weight entries] not yet: expected one whole number, got inf"),
+        ("[weight entries] not yet: expected one whole number (an int), got the float inf"),
     ),
     Bad(
         "checks.inspecting_heads.check_head_count",
         "check_head_count_infinite_answer",
         lambda: inspecting_heads.check_head_count(float("inf"), 16, 4),
         RETURNS,
-        ("[head count] not yet: expected one whole number, got inf"),
+        ("[head count] not yet: expected one whole number (an int), got the float inf"),
     ),
     Bad(
         "checks.inspecting_heads.check_strongest_source",
@@ -1862,21 +1862,31 @@ BAD_INPUTS = [
         "check_bytes_per_token_infinite_answer",
         lambda: grouped_query_attention.check_bytes_per_token(float("inf"), 2, 4, 2, 8),
         RETURNS,
-        ("[bytes per token] not yet: expected one whole number, got inf"),
+        ("[bytes per token] not yet: expected one whole number (an int), got the float inf"),
     ),
     Bad(
         "checks.grouped_query_attention.check_group_size",
         "check_group_size_array_answer",
         lambda: grouped_query_attention.check_group_size(np.array([4, 4]), 32, 8),
         RETURNS,
-        ("[group size] not yet: expected one whole number, got ndarray of dtype int64"),
+        ("[group size] not yet: expected one whole number (an int), got ndarray of dtype int64"),
     ),
     Bad(
         "checks.grouped_query_attention.check_group_size",
         "check_group_size_bool_answer",
         lambda: grouped_query_attention.check_group_size(True, 8, 8),
         RETURNS,
-        ("[group size] not yet: expected one whole number, got the boolean True"),
+        ("[group size] not yet: expected one whole number (an int), got the boolean True"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_group_size",
+        "check_group_size_whole_float_answer",
+        lambda: grouped_query_attention.check_group_size(32 / 8, 32, 8),
+        RETURNS,
+        (
+            "[group size] not yet: 4.0 is a float, and the question asks for an int (a count): `/` always gives "
+            "a float in Python; use `//` or int(...)"
+        ),
     ),
     Bad(
         "checks.grouped_query_attention.check_group_size",
@@ -1932,6 +1942,26 @@ BAD_INPUTS = [
         lambda: grouped_query_attention.check_pool_kv_columns(42),
         RETURNS,
         ("[mean-pooled K/V columns] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_kv_head_function",
+        "check_kv_head_function_calls_the_library",
+        lambda: grouped_query_attention.check_kv_head_function(lambda h, h_kv: gqa_numpy.kv_head_of_query(h, h_kv)),
+        RETURNS,
+        (
+            "[K/V head of each query head] not yet: your function calls the library's kv_head_of_query, which is "
+            "the function this exercise asks you to write: build it from NumPy / torch operations yourself"
+        ),
+    ),
+    Bad(
+        "checks.grouped_query_attention.check_pool_kv_columns",
+        "check_pool_kv_columns_calls_the_library",
+        lambda: grouped_query_attention.check_pool_kv_columns(lambda w, h, h_kv: gqa_numpy.pool_kv_columns(w, h, h_kv)),
+        RETURNS,
+        (
+            "[mean-pooled K/V columns] not yet: your function calls the library's pool_kv_columns, which is the "
+            "function this exercise asks you to write: build it from NumPy / torch operations yourself"
+        ),
     ),
     # ----- checks.latent_attention -------------------------------------------------------------------
     Bad(

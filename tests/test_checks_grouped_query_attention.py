@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from lessons_lib import kv_cache
+from lessons_lib import gqa_numpy, kv_cache
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.grouped_query_attention import (
     check_bytes_per_token,
@@ -53,7 +53,8 @@ def test_bytes_right_answer() -> None:
     assert verdict.ok and "131072" in verdict.message
     assert check_bytes_per_token(np.int64(RIGHT), **SIZES).ok
     assert check_bytes_per_token(torch.tensor(RIGHT), **SIZES).ok
-    assert check_bytes_per_token(float(RIGHT), **SIZES).ok
+    floated = not_yet(check_bytes_per_token(float(RIGHT), **SIZES), RIGHT)  # issue 19: a count is an int
+    assert "is a float, and the question asks for an int" in floated
 
 
 def test_bytes_known_mistakes() -> None:
@@ -135,6 +136,8 @@ def test_cache_with_a_window_right_and_forgotten() -> None:
     assert "you counted all 32768 tokens" in message and "sliding window of 4096" in message
     assert "one token" in not_yet(check_cache_bytes(RIGHT_WINDOW // 4096, MISTRAL, tokens=32768, batch=3),
                                   RIGHT_WINDOW)
+    w_minus_1 = not_yet(check_cache_bytes(RIGHT_WINDOW // 4096 * 4095, MISTRAL, tokens=32768, batch=3), RIGHT_WINDOW)
+    assert "you kept 4095 tokens, the window minus one" in w_minus_1 and "includes the query's own token" in w_minus_1
 
 
 def test_cache_shorter_than_the_window_counts_every_token() -> None:
@@ -153,7 +156,9 @@ def test_group_size() -> None:
     assert "number of all query heads" in not_yet(check_group_size(32, heads=32, kv_heads=8), 4)
     assert "fraction of a head" in not_yet(check_group_size(0, heads=32, kv_heads=8), 4)
     assert "read the same K/V head" in not_yet(check_group_size(3, heads=32, kv_heads=8), 4)
-    assert "whole number" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
+    assert "is h_kv / h, a fraction of a head" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
+    assert "whole number" in not_yet(check_group_size(0.3, heads=32, kv_heads=8), 4)
+    assert "4.0 is a float, and the question asks for an int" in not_yet(check_group_size(32 / 8, 32, 8), 4)
     assert repr(check_group_size(4, 32, 8)).startswith("[group size] correct")
 
 
@@ -198,12 +203,26 @@ def test_kv_head_function() -> None:
     assert tiled.startswith("for h=8, h_kv=2: ") and "tiled order" in tiled
     assert "divided by h_kv=2" in not_yet(check_kv_head_function(mapping_by_h_kv), right)
     assert "from 1" in not_yet(check_kv_head_function(lambda h, h_kv: mapping_right(h, h_kv) + 1), right)
+    floats = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / (h // h_kv) // 1), right)
+    assert "these are floats (dtype float64)" in floats and "asks for integers" in floats
+    floats = not_yet(check_kv_head_function(lambda h, h_kv: [float(i // (h // h_kv)) for i in range(h)]), right)
+    assert "these are floats" in floats
+
     only_8_2 = not_yet(check_kv_head_function(lambda h, h_kv: [0, 0, 0, 0, 1, 1, 1, 1]), mapping_right(6, 3))
     assert only_8_2.startswith("for h=6, h_kv=3: expected 6 integers")
     assert "returned None" in not_yet(check_kv_head_function(lambda h, h_kv: print(end="")), right)
     assert "raised ZeroDivisionError" in not_yet(check_kv_head_function(lambda h, h_kv: h // 0), right)
     assert "integers" in not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / 4), right)
     assert "expected a function" in not_yet(check_kv_head_function([0, 0, 1, 1]), right)
+
+
+def test_kv_head_function_refuses_the_library() -> None:
+    def by_repeat(h: int, h_kv: int) -> Any:
+        return gqa_numpy.repeat_kv(np.arange(h_kv, dtype=float).reshape(1, h_kv, 1, 1), h // h_kv).ravel()
+
+    for function in (lambda h, h_kv: gqa_numpy.kv_head_of_query(h, h_kv), by_repeat):
+        message = not_yet(check_kv_head_function(function), mapping_right(8, 2))
+        assert "your function calls the library's" in message and "asks you to write" in message
 
 
 # ----- repeating K/V heads -------------------------------------------------------------------
@@ -260,8 +279,26 @@ def pool_in_place(w: Any, heads: int, kv_heads: int) -> Any:
 def test_pool_blank_and_right() -> None:
     assert "(D, h_kv * d_h)" in blank(check_pool_kv_columns(pool_blank))
     assert check_pool_kv_columns(pool_right).ok
-    assert check_pool_kv_columns(pool_torch).ok
     assert check_pool_kv_columns(pool_in_place).ok
+    torch_out = not_yet(check_pool_kv_columns(pool_torch), "never shown")
+    assert "must return a NumPy array, got torch tensor" in torch_out
+
+
+def test_pool_refuses_the_library_and_a_changed_dtype() -> None:
+    library = not_yet(check_pool_kv_columns(lambda w, h, k: gqa_numpy.pool_kv_columns(w, h, k)), "never shown")
+    assert "your function calls the library's pool_kv_columns" in library
+
+    def as_float64(w: Any, heads: int, kv_heads: int) -> Any:
+        return pool_right(w, heads, kv_heads).astype(np.float64)
+
+    message = not_yet(check_pool_kv_columns(as_float64), "never shown")
+    assert message.startswith("for D=7, h=4, h_kv=1, d_h=2 (float32 input)") and "returned float64" in message
+
+    def fixed_d(w: Any, heads: int, kv_heads: int) -> Any:
+        return w.reshape(5, kv_heads, heads // kv_heads, -1).mean(axis=2).reshape(5, -1)
+
+    fixed = not_yet(check_pool_kv_columns(fixed_d), "never shown")
+    assert "raised ValueError" in fixed and "right for the first size but for D=3" in fixed
 
 
 def per_head(w: Any, heads: int, kv_heads: int) -> Any:
@@ -300,7 +337,7 @@ def test_pool_mistake_in_a_later_size_is_reported_with_that_size() -> None:
     def mqa_forgotten(w: Any, heads: int, kv_heads: int) -> Any:
         return pool_right(w, heads, kv_heads) if kv_heads > 1 else w[:, :2]
 
-    assert not_yet(check_pool_kv_columns(mqa_forgotten), "never shown").startswith("for D=5, h=4, h_kv=1, d_h=2")
+    assert not_yet(check_pool_kv_columns(mqa_forgotten), "never shown").startswith("for D=7, h=4, h_kv=1, d_h=2")
 
 
 # ----- no learner input makes a checker raise ---------------------------------------------------

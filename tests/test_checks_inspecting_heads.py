@@ -58,7 +58,8 @@ def test_weight_entries_right() -> None:
     assert isinstance(verdict, Verdict) and verdict.ok
     assert "B*h*T*S" in repr(verdict) and repr(verdict).startswith("[weight entries] correct")
     assert check_weight_entries(np.int64(RIGHT_ENTRIES), B=B, h=h, T=T, S=S).ok
-    assert check_weight_entries(float(RIGHT_ENTRIES), B=B, h=h, T=T, S=S).ok
+    floated = check_weight_entries(float(RIGHT_ENTRIES), B=B, h=h, T=T, S=S)  # issue 19: a count is an int
+    assert not floated.ok and "is a float, and the question asks for an int" in floated.message
 
 
 def test_weight_entries_accepts_torch() -> None:
@@ -254,10 +255,23 @@ def test_strongest_source_right() -> None:
     assert check_strongest_source(lambda w, i: np.argmax(w, axis=-1)[:, i].tolist()).ok
 
 
-def test_strongest_source_accepts_torch() -> None:
-    torch = pytest.importorskip("torch")
-    assert check_strongest_source(lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1)).ok
-    assert check_strongest_source(lambda w, i: torch.from_numpy(w).float()[:, i].max(dim=-1).indices).ok
+def test_strongest_source_tries_a_second_size_and_wants_integers() -> None:
+    fixed = check_strongest_source(lambda w, i: w[:, 1].argmax(axis=-1))  # head 1 hard-coded
+    assert not fixed.ok
+    assert "right on a first batch but not on weights of shape (B, h, T, S) = (3, 4, 5, 3)" in fixed.message
+    reshaped = check_strongest_source(lambda w, i: w[:, i].reshape(2, 4, 6).argmax(axis=-1))  # (B, T, S) hard-coded
+    assert not reshaped.ok and "take every size from weights itself" in reshaped.message
+    floats = check_strongest_source(lambda w, i: w[:, i].argmax(axis=-1).astype(float))
+    assert not floats.ok and "the right positions, but as float64 numbers" in floats.message
+
+
+def test_strongest_source_refuses_a_tensor_for_numpy_weights() -> None:
+    torch = pytest.importorskip("torch")  # issue 19: a tensor question refuses an array, and the reverse
+    for function in (lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1),
+                      lambda w, i: torch.from_numpy(w).float()[:, i].max(dim=-1).indices):
+        verdict = check_strongest_source(function)
+        assert not verdict.ok
+        assert "given a NumPy array and must return a NumPy array, got torch tensor" in verdict.message
 
 
 def raises(weights: Weights, head: int) -> Any:

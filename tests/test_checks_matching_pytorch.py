@@ -106,6 +106,16 @@ def test_mha_mask_float_masks() -> None:
     assert_fails(check_mha_mask(np.zeros(allowed.shape), allowed), "-inf blocks")
 
 
+def test_mha_mask_nan_anti_causal_and_top_left() -> None:
+    allowed = allowed_ts()  # (T, S) = (4, 6), bottom-right causal
+    rows, cols = np.indices(allowed.shape)
+    assert_fails(check_mha_mask(torch.from_numpy(~allowed) * float("-inf"), allowed), "0 * -inf is NaN")
+    assert_fails(check_mha_mask(cols < rows + S - T, allowed), "anti-causal", "blocks the past")
+    assert_fails(check_mha_mask(cols > rows, allowed), "top-left alignment", "is_causal")
+    square = mha_numpy.causal_mask(T)  # T = S: no top-left mistake to recognise, the anti-causal one remains
+    assert_fails(check_mha_mask(np.tril(np.ones((T, T), dtype=bool), -1), square), "anti-causal")
+
+
 def test_mha_mask_wrong_shape_pattern_and_dtype() -> None:
     allowed = mha_numpy.causal_mask(T)
     assert_fails(check_mha_mask(np.ones((T, T + 1), dtype=bool), allowed), "expected shape")
@@ -235,7 +245,8 @@ def test_float_mask_correct() -> None:
 def test_float_mask_large_finite_penalty_passes_with_the_caveat() -> None:
     allowed = allowed_ts()
     verdict = check_float_mask(np.where(allowed, 0.0, -1e9), allowed)
-    assert_passes(verdict, "large finite penalty", "blocked everywhere", "no mask")
+    assert_passes(verdict, "large finite penalty", "blocked everywhere", "in float64 it attends as if it had no mask",
+                  "in float32", "plain mean of the values")
     assert check_float_mask(np.where(allowed, 0.0, np.finfo(np.float32).min), allowed).ok
 
 
@@ -248,6 +259,10 @@ FLOAT_MISTAKES: list[tuple[str, Callable[[NDArray[np.bool_]], Any], tuple[str, .
     ("transposed", lambda a: np.where(a, 0.0, -np.inf).T, ("transposed",)),
     ("boolean", lambda a: a, ("boolean mask", "floats")),
     ("boolean inverted", lambda a: ~a, ("boolean mask",)),
+    ("(~allowed) * -inf", lambda a: torch.from_numpy(~a) * float("-inf"), ("0 * -inf is NaN", "NaN")),
+    ("allowed * -inf", lambda a: torch.from_numpy(a) * float("-inf"), ("0 * -inf is NaN",)),
+    ("anti-causal", lambda a: np.where(np.indices(a.shape)[1] >= np.indices(a.shape)[0] + S - T, 0.0, -np.inf),
+     ("anti-causal", "blocks the past")),
 ]
 
 
@@ -343,7 +358,15 @@ CALL_MISTAKES: list[tuple[str, Callable[[Any, Any], Any], tuple[str, ...]]] = [
      ("attention weights",)),
     ("averaged weights", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[1], ("attention weights",)),
     ("fixed length", lambda m, x: m(x, x, x, attn_mask=blocked_upper(T))[0],
-     ("right for T = 4 but not for T = 3", "length of x")),
+     ("right for the lesson's x (B, T) = (2, 4) but not for (B, T) = (2, 3)", "from x itself")),
+    ("fixed batch", lambda m, x: m(x[:2], x[:2], x[:2], attn_mask=blocked_upper(x.shape[1]))[0],
+     ("but not for (B, T) = (3, 6)", "from x itself")),
+    ("anti-causal", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]).T)[0],
+     ("anti-causal", "blocks the past")),
+    ("NumPy array", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].detach().numpy(),
+     ("given a torch tensor and must return a torch tensor", "got NumPy array")),
+    ("float32", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].float(),
+     ("given torch.float64 numbers and returned torch.float32",)),
 ]
 
 

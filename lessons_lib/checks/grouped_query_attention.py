@@ -3,10 +3,15 @@
 
 Each checker compares an answer with the right one and, when it is wrong, looks for the mistake
 that produces exactly that answer: forgetting the factor 2 for K and V, counting ``h`` heads
-instead of ``h_kv``, counting every token where a sliding window keeps only the last ``W``, tiling
+instead of ``h_kv``, counting every token where a sliding window keeps only the last ``W`` (or
+``W - 1`` tokens, forgetting that the window includes the query itself), tiling
 K/V heads instead of repeating each one ``g`` times in a row, swapping
 ``g`` (query heads per K/V head) and ``h_kv`` (number of K/V heads), or pooling the wrong columns
 when a multi-head checkpoint becomes a GQA one. A "not yet" names the mistake, never the answer.
+
+Every count is an int: a float (even ``4.0``, or an array of whole floats) is refused with a message
+naming its type, in every question alike. The function exercises refuse a call to the library
+function they ask the learner to write (`forbidden_call`) and are tried on several sizes.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import numpy as np
 from lessons_lib.checks import (
     Verdict,
     array_answer,
+    as_numpy,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     int_answer,
     int_array_answer,
@@ -27,6 +34,7 @@ from lessons_lib.checks import (
     passed,
     reference_array,
     same,
+    same_kind,
 )
 from lessons_lib.kv_cache import ModelPreset, cached_tokens, kv_cache_bytes
 from lessons_lib.validation import check_int, group_size
@@ -91,6 +99,10 @@ def _cache_verdict(
         mistakes.insert(0, (right * tokens // kept,
                             f"you counted all {tokens} tokens; with a sliding window of {window} tokens each "
                             f"layer keeps only the most recent {window} in its rolling cache"))
+        mistakes.insert(1, (right * (kept - 1) // kept,
+                            f"you kept {kept - 1} tokens, the window minus one: the window of W = {window} "
+                            f"positions t - W + 1 .. t includes the query's own token, so the rolling buffer "
+                            f"holds W = {window} tokens (section 7)"))
     if kept > 1:
         mistakes.append((right // kept, f"that is the cache of one token; each sequence holds {kept} tokens"))
     if batch > 1:
@@ -132,6 +144,10 @@ def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
     right = group_size(heads, kv_heads)
     value = int_answer(question, answer, "the number of query heads that share one K/V head (an integer)")
     if isinstance(value, Verdict):
+        number = number_answer(question, answer, "")
+        if value.answered and not isinstance(number, Verdict) and same(number, kv_heads / heads) and kv_heads != heads:
+            return failed(question, f"{number!r} is h_kv / h, a fraction of a head; g counts the query heads that "
+                                    "share one K/V head, and is an int")
         return value
     if value == right:
         return passed(question, f"g = h / h_kv = {heads} / {kv_heads} = {right} query heads per K/V head")
@@ -150,6 +166,10 @@ def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
 
 def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> Verdict:
     g = group_size(heads, kv_heads)
+    floats = None if answer is None else _whole_floats(answer)
+    if floats is not None:
+        return failed(question, f"these are floats (dtype {floats}), and the question asks for integers (K/V head "
+                                f"numbers): `/` always gives floats in Python; use `//` or .astype(int)")
     given = int_array_answer(question, answer, f"a list of {heads} integers, one per query head")
     if isinstance(given, Verdict):
         return given
@@ -169,6 +189,17 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
     return failed(question, mistake or f"{given.tolist()} is not right: heads 0 .. g-1 share K/V head 0, and so on")
 
 
+def _whole_floats(answer: Any) -> str | None:
+    """The dtype name when ``answer`` is an array or list of floats that are all whole numbers, else ``None``."""
+    try:
+        array = as_numpy(answer)
+    except Exception:  # not an array at all: int_array_answer says so
+        return None
+    if array.dtype.kind != "f" or array.size == 0 or not np.all(np.isfinite(array)):
+        return None
+    return str(array.dtype) if bool(np.all(array == np.round(array))) else None
+
+
 def check_kv_head_mapping(answer: Any, heads: int, kv_heads: int) -> Verdict:
     """Question "K/V head mapping": for each query head ``i``, which K/V head does it read? (``h`` integers)"""
     return _mapping_verdict("K/V head mapping", answer, heads, kv_heads)
@@ -182,10 +213,15 @@ def check_kv_head_function(function: Any) -> Verdict:
     """
     question = "K/V head of each query head"
     what = "the body of the function: return h integers, one per query head"
+    refused = forbidden_call(question, function, "kv_head_of_query", "repeat_kv")
+    if refused is not None:
+        return refused
     for heads, kv_heads in ((8, 2), (6, 3), (12, 4), (4, 4), (4, 1)):
         result = function_answer(question, function, (heads, kv_heads), what)
         if isinstance(result, Verdict):
-            return result
+            if not result.answered or (heads, kv_heads) == (8, 2):
+                return result
+            return failed(question, f"right for h=8, h_kv=2 but for h={heads}, h_kv={kv_heads}: {result.message}")
         verdict = _mapping_verdict(question, result, heads, kv_heads)
         if not verdict:
             return failed(question, f"for h={heads}, h_kv={kv_heads}: {verdict.message}")
@@ -247,25 +283,39 @@ def check_pool_kv_columns(function: Any) -> Verdict:
     """Question "mean-pooled K/V columns": ``function(w, heads, kv_heads)`` turns a multi-head
     ``w (D, h * d_h)`` into ``(D, h_kv * d_h)``: K/V head ``j`` is the mean of heads ``j*g .. j*g + g - 1``.
 
-    Tried on a GQA size where every known mistake gives different numbers, then more sizes.
+    Tried on a GQA size where every known mistake gives different numbers, then sizes that differ in
+    every one of ``D``, ``h``, ``h_kv``, ``g`` and ``d_h`` (MQA and MHA among them), one in float32: the
+    result must be a NumPy array of the input's dtype.
     """
     question = "mean-pooled K/V columns"
     what = "the body of the function: return the pooled (D, h_kv * d_h) array"
+    refused = forbidden_call(question, function, "pool_kv_columns", "from_multihead")
+    if refused is not None:
+        return refused
     rng = np.random.default_rng(5)
-    D = 5
-    for heads, kv_heads, d_h in ((6, 2, 2), (8, 4, 3), (4, 1, 2), (4, 4, 2)):
-        w = rng.normal(size=(D, heads * d_h))
-        result = function_answer(question, function, (w.copy(), heads, kv_heads), what)
+    for D, heads, kv_heads, d_h, dtype in (
+        (5, 6, 2, 2, np.float64), (3, 8, 4, 3, np.float64), (7, 4, 1, 2, np.float32), (4, 4, 4, 5, np.float64)
+    ):
+        w = rng.normal(size=(D, heads * d_h)).astype(dtype)
+        given_w = w.copy()
+        result = function_answer(question, function, (given_w, heads, kv_heads), what)
+        case = f"for D={D}, h={heads}, h_kv={kv_heads}, d_h={d_h}"
         if isinstance(result, Verdict):
-            return result
+            if not result.answered or D == 5:  # blank, or wrong on the first size already
+                return result
+            return failed(question, f"right for the first size but {case}: {result.message}; take D and d_h from "
+                                    "w.shape and the head counts from the arguments, not from one example")
         given = array_answer(question, result, "an array")
         if isinstance(given, Verdict):
             return given
-        right = w.reshape(D, kv_heads, heads // kv_heads, d_h).mean(axis=2).reshape(D, -1)
+        w64 = w.astype(np.float64)
+        right = w64.reshape(D, kv_heads, heads // kv_heads, d_h).mean(axis=2).reshape(D, -1)
         if same(given, right):
+            kind = same_kind(question, result, given_w)
+            if kind is not None:
+                return failed(question, f"{case} ({w.dtype} input): {kind.message}")
             continue
-        case = f"for D={D}, h={heads}, h_kv={kv_heads}, d_h={d_h}"
-        mistake = first_match(given, _pool_mistakes(w, D, heads, kv_heads, d_h))
+        mistake = first_match(given, _pool_mistakes(w64, D, heads, kv_heads, d_h))
         if mistake is None and given.shape != right.shape:
             mistake = f"expected shape (D, h_kv * d_h) = {right.shape}, got {given.shape}"
         return failed(question, f"{case}: {mistake or 'the numbers differ from the mean of each group of g heads'}")

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from lessons_lib.checks import (
     Verdict,
     array_answer,
+    as_numpy,
     failed,
     first_match,
     function_answer,
@@ -25,6 +26,7 @@ from lessons_lib.checks import (
     passed,
     reference_array,
     same,
+    same_kind,
 )
 from lessons_lib.validation import check_int, head_width
 
@@ -168,28 +170,47 @@ def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) 
                                        f"inside one score")
 
 
-# The problem the learner's `strongest_source` is run on: T != S, so an argmax over the wrong axis
-# also has the wrong shape, and random sharp rows so that every mistake below gives other numbers.
-_B, _H, _T, _S, _HEAD = 2, 3, 4, 6, 1
+# The problems the learner's `strongest_source` is run on, (B, h, T, S, head): T != S, so an argmax over
+# the wrong axis also has the wrong shape, and random sharp rows so that every mistake below gives other
+# numbers. The second differs from the first in every size (and T < S turns into T > S), so nothing can
+# be hard-coded; neither is the lesson's `weights`.
+_PROBLEMS = ((2, 3, 4, 6, 1), (3, 4, 5, 3, 2))
 
 
-def _problem() -> tuple[NDArray[np.float64], int]:
-    logits = 3.0 * np.random.default_rng(4).normal(size=(_B, _H, _T, _S))
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True), _HEAD
+def _problem(B: int, H: int, T: int, S: int, seed: int) -> NDArray[np.float64]:
+    logits = 3.0 * np.random.default_rng(seed).normal(size=(B, H, T, S))
+    weights: NDArray[np.float64] = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    normalised: NDArray[np.float64] = weights / weights.sum(axis=-1, keepdims=True)
+    return normalised
 
 
 def check_strongest_source(function: Any) -> Verdict:
     """Question "strongest source": ``function(weights (B, h, T, S), head) -> (B, T)`` integers, the
     source position each query of that head weighs most (``weights[:, head].argmax(axis=-1)``).
 
-    The function is run on a problem of its own (``T != S``). Recognises: the argmax over the query
-    axis, the average over heads, the head number used on the batch or query axis, every head or
-    only sequence 0 returned, a neighbouring head, the largest weights instead of their positions,
-    and an argmax over the flattened array.
+    The function is run on two problems of its own that differ in every size (``T != S``, the
+    lesson's ``weights`` is neither). Recognises: the argmax over the query axis, the average over
+    heads, the head number used on the batch or query axis, every head or only sequence 0 returned, a
+    neighbouring head, the largest weights instead of their positions, an argmax over the flattened
+    array, floats instead of integers, a torch tensor returned for NumPy weights, and sizes that only
+    fit the first problem.
     """
     question = "strongest source"
-    weights, head = _problem()
+    verdict = failed(question, "no problem tried")
+    for seed, (B, H, T, S, head) in enumerate(_PROBLEMS, start=4):
+        weights = _problem(B, H, T, S, seed)
+        verdict = _strongest_verdict(question, function, weights, head)
+        if not verdict.ok:
+            if seed == 4 or not verdict.answered:
+                return verdict
+            return failed(question, f"right on a first batch but not on weights of shape (B, h, T, S) = "
+                                    f"{weights.shape}, head {head}: {verdict.message}; take every size from "
+                                    f"weights itself")
+    return verdict
+
+
+def _strongest_verdict(question: str, function: Any, weights: NDArray[np.float64], head: int) -> Verdict:
+    _B, _H, _T, _S = weights.shape
     result = function_answer(question, function, (weights.copy(), head), "the body: for each sequence and "
                              "query, the source position that head weighs most, as integers of shape (B, T)")
     if isinstance(result, Verdict):
@@ -199,6 +220,14 @@ def check_strongest_source(function: Any) -> Verdict:
         return got
     mine = weights[:, head]  # (B, T, S)
     if same(got, mine.argmax(axis=-1)):
+        if hasattr(result, "detach"):  # a tensor for NumPy weights: same_kind names both kinds
+            kind = same_kind(question, result, weights)
+            if kind is not None:
+                return kind
+        dtype = as_numpy(result).dtype
+        if dtype.kind not in "iu":
+            return failed(question, f"the right positions, but as {dtype} numbers: positions are integers; "
+                                    "argmax already gives them, so drop the conversion")
         return passed(question, "the argmax over the last axis (S) of weights[:, head]: one source position "
                                 "per sequence and query")
     mistake = first_match(got, [

@@ -4,15 +4,18 @@ Each compares the learner's answer with the right one and, when it is wrong, nam
 this lesson warns about that it equals; a "not yet" message never spells out the solution.
 
 - `check_mha_mask`: the ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a transposed
-  mask, float masks (inverted additive, 0/1 numbers).
+  mask, an anti-causal or top-left causal one, float masks (inverted additive, 0/1 numbers, NaN from
+  ``0 * -inf``).
 - `check_key_padding_mask`: ``key_padding_mask (B, S)`` from per-sequence lengths; the inverted
   convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers.
 - `check_float_mask`: the additive mask from ``allowed``; 1/0 or 0/1 numbers, the sign flipped,
-  -inf where allowed, a penalty too small to block, a boolean. A large finite penalty (at most
-  -1e9) passes, with the caveat that a row blocked everywhere then attends as if unmasked.
+  -inf where allowed, NaN from ``(~allowed) * -inf`` (``0 * -inf`` is NaN), an anti-causal mask, a
+  penalty too small to block, a boolean. A large finite penalty (at most -1e9) passes, with the
+  caveat that a row blocked everywhere then gets no NaN: it attends as if unmasked in float64 and
+  takes the plain mean of the values in float32.
 - `check_causal_mha`: a function that calls ``nn.MultiheadAttention`` so that it equals our causal
-  layer; no mask, the mask not inverted, the diagonal blocked, a tuple or the weights returned, a
-  mask built for one length only.
+  layer; no mask, the mask not inverted, the diagonal blocked, an anti-causal mask, a tuple or the
+  weights returned, a NumPy array returned, a mask built for one length only.
 
 Answers may be NumPy arrays or torch tensors; this module imports NumPy only (the learner's
 ``nn.MultiheadAttention`` is read through its attributes and called, never imported).
@@ -37,6 +40,7 @@ from lessons_lib.checks import (
     reference_array,
     reference_mask,
     same,
+    same_kind,
 )
 from lessons_lib.mha_numpy import causal_mask
 
@@ -48,6 +52,37 @@ Bools = NDArray[np.bool_]
 # A finite penalty this large blocks as well as -inf whenever a row has an allowed position:
 # exp(score - 1e9) underflows to exactly 0 in float32 and float64 (and -1e9 rounds to -inf in float16).
 LARGE_PENALTY = -1e9
+
+LARGE_PENALTY_CAVEAT = (
+    "a large finite penalty blocks as well as -inf here (exp underflows to 0), with one difference: a row "
+    "blocked everywhere gets no NaN to warn you; in float64 it attends as if it had no mask, in float32 "
+    "(-1e9 + score rounds to -1e9) it takes the plain mean of the values (section 7)"
+)
+NAN_MASK = (
+    "your mask holds NaN: 0 * -inf is NaN, not 0, so multiplying a boolean or 0/1 mask by -inf puts NaN "
+    "wherever the mask is 0, and NaN + score makes those outputs NaN; put -inf only where attention is "
+    "blocked and 0 elsewhere (section 7)"
+)
+
+
+def _causal_variants(allowed: Bools) -> list[tuple[Bools, str]]:
+    """Masks in our convention (True = may attend) that a learner builds instead of a causal ``allowed``:
+    anti-causal (the past blocked, the future allowed) and, when T != S, SDPA's top-left triangle.
+    Empty when ``allowed`` is not our bottom-right causal mask."""
+    T, S = allowed.shape
+    if T > S or not np.array_equal(allowed, causal_mask(T, S)):
+        return []
+    rows, cols = np.indices((T, S))
+    how = "tril and triu swapped, or the comparison turned round" + (", or the mask transposed" if T == S else "")
+    variants = [(cols >= rows + (S - T),
+                 f"anti-causal: this mask lets each query see itself and the positions after it and blocks the "
+                 f"past ({how}); causal attention sees the past (sections 3 and 4)")]
+    if T != S:
+        variants.append((cols <= rows,
+                         "top-left alignment: this is SDPA's is_causal triangle, tril(ones(T, S)), where query t "
+                         "sees positions 0..t; allowed treats the T queries as the last T of the S positions "
+                         "(bottom-right, section 4)"))
+    return variants
 
 
 # ----- the boolean attn_mask of nn.MultiheadAttention ------------------------------------------
@@ -69,6 +104,7 @@ def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
         (allowed_mask,
          "inverted convention: you passed allowed itself (True = may attend), but nn.MultiheadAttention "
          "reads True as blocked, so it would block exactly the positions you meant to allow"),
+        *[(~variant, message) for variant, message in _causal_variants(allowed_mask)],  # before .T: for T = S
         (blocked.T, "the mask is transposed: rows are queries (T) and columns are source positions (S)"),
     ])
     if mistake is not None:
@@ -80,6 +116,8 @@ def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
 
 def _check_additive_mask(question: str, answer: NDArray[Any], blocked: Bools) -> Verdict:
     """A float mask is added to the scores: 0 where allowed, -inf where blocked."""
+    if np.isnan(answer).any():
+        return failed(question, NAN_MASK)
     if same(answer, np.where(blocked, -np.inf, 0.0)):
         return passed(question, "an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed")
     zeros_and_ones = (
@@ -157,17 +195,15 @@ def check_float_mask(mask: Any, allowed: Any) -> Verdict:
     if answer.dtype == np.bool_:
         return failed(question, "this is a boolean mask; the question asks for floats that are added to the scores")
     values = answer.astype(np.float64)
+    if np.isnan(values).any():
+        return failed(question, NAN_MASK)
     if same(values, np.where(allowed_mask, 0.0, -np.inf)):
         return passed(question, "0 keeps a score, -inf sends its weight to exactly 0")
     blocked = ~allowed_mask
     if values.shape == allowed_mask.shape and (values[allowed_mask] == 0).all() and blocked.any():
         penalty = values[blocked]
         if (penalty <= LARGE_PENALTY).all() and np.isfinite(penalty).all():
-            return passed(
-                question,
-                "a large finite penalty blocks as well as -inf here (exp underflows to 0), with one "
-                "difference: a row blocked everywhere then attends as if it had no mask at all",
-            )
+            return passed(question, LARGE_PENALTY_CAVEAT)
         if (penalty < 0).all() and np.isfinite(penalty).all():
             return failed(
                 question,
@@ -183,6 +219,7 @@ def check_float_mask(mask: Any, allowed: Any) -> Verdict:
         (allowed_mask.astype(float), ones),
         (blocked.astype(float), ones),
         (np.where(allowed_mask, 0.0, -np.inf).T, "the mask is transposed: rows are queries (T), columns keys (S)"),
+        *[(np.where(variant, 0.0, -np.inf), message) for variant, message in _causal_variants(allowed_mask)],
     ])
     if mistake is not None:
         return failed(question, mistake)
@@ -246,7 +283,9 @@ def check_causal_mha(function: Any, mha: Any, x: Any) -> Verdict:
     """Question "causal nn.MultiheadAttention": ``function(mha, x)`` returns the output ``(B, T, D)``
     of ``mha`` on ``x (B, T, D)`` (self-attention) with the causal mask of our layer.
 
-    Tried on ``x`` and on its first ``T - 1`` tokens, so a mask must follow the input's length.
+    Tried on ``x``, on its first ``T - 1`` tokens and on a random input of the checker's own with
+    another batch size and length (same type and dtype as ``x``), so a mask must follow the input's
+    length; the output must be of the kind ``x`` is (a tensor for a tensor, same dtype).
     """
     question = "causal nn.MultiheadAttention"
     xs = reference_array("x", x, "(B, T, D)", rank=3)
@@ -254,16 +293,24 @@ def check_causal_mha(function: Any, mha: Any, x: Any) -> Verdict:
     if xs.shape[-1] != weights[0].shape[0] or xs.shape[1] < 2:
         raise ValueError(f"x must be (B, T, D) with D = {weights[0].shape[0]} and T >= 2, got {xs.shape}")
     what = "the body: call mha so that it matches our causal layer, and return its output (B, T, D)"
-    first = _causal_verdict(question, function_answer(question, function, (mha, x), what), xs, weights, biases, heads)
-    if not first.ok:
-        return first
-    T = xs.shape[1]
-    shorter = _causal_verdict(question, function_answer(question, function, (mha, x[:, :-1]), what), xs[:, :-1],
-                              weights, biases, heads)
-    if not shorter.ok:
-        return failed(question, f"right for T = {T} but not for T = {T - 1} ({shorter.message}): "
-                                f"build the mask from the length of x")
-    return first
+    B, T, D = xs.shape
+    own = np.random.default_rng(7).normal(size=(B + 1, T + 2, D))  # an input the notebook does not hold
+    own_x = x.new_tensor(own) if hasattr(x, "new_tensor") else own.astype(as_numpy(x).dtype)  # x's kind and dtype
+    verdict = failed(question, "no input tried")
+    for inputs in (x, x[:, :-1], own_x):
+        result = function_answer(question, function, (mha, inputs), what)
+        size = reference_array("x", inputs, "(B, T, D)", rank=3)
+        verdict = _causal_verdict(question, result, size, weights, biases, heads)
+        if verdict.ok:  # the right numbers: are they the right kind (a tensor of x's dtype)?
+            kind = same_kind(question, result, inputs)
+            verdict = verdict if kind is None else kind
+        if not verdict.ok:
+            if inputs is x:
+                return verdict
+            return failed(question, f"right for the lesson's x (B, T) = {(B, T)} but not for (B, T) = "
+                                    f"{size.shape[:2]} ({verdict.message}): take every size from x itself, "
+                                    "not from the lesson")
+    return verdict
 
 
 def _causal_verdict(question: str, result: Any, xs: Floats, weights: list[Floats], biases: list[Floats | None],
@@ -290,6 +337,9 @@ def _causal_verdict(question: str, result: Any, xs: Floats, weights: list[Floats
             (np.tril(np.ones((T, T), dtype=bool), k=-1),
              f"the diagonal is blocked: a query may attend to itself (query 0, blocked everywhere, "
              f"came back as {row})"),
+            (np.triu(np.ones((T, T), dtype=bool)),
+             "anti-causal: your mask blocks the past and lets each query see itself and the future (tril and "
+             "triu swapped); causal attention blocks the positions after the query"),
         ):
             if _same_with_nan(answer, _self_attention(xs, weights, biases, heads, allowed, empty_row)):
                 return failed(question, message)

@@ -62,6 +62,16 @@ def check_materialised_entries(answer: Any, *, B: int, h: int, T: int, S: int) -
     if answer is None:
         return unanswered(question, "replace None with one whole number: how many numbers the weights tensor holds")
     verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)
+    if "is a float" in verdict.message:  # the type is the problem: say so as it is
+        return verdict
+    if not verdict.ok and verdict.answered:
+        own = first_match(answer, [
+            (T * S, "that is one (T, S) map; the tensor holds one per batch row and per head"),
+            (B * h * T, "you left out the source positions: every query has one weight per source position, S of them"),
+            (B * h * S, "you left out the queries: every one of the T queries has its own row of S weights"),
+        ])
+        if own is not None:
+            return failed(question, own)
     if verdict.ok:
         return passed(question, f"{B * h * T * S} numbers: one (T, S) = ({T}, {S}) map per head and per sequence")
     message = verdict.message.replace(" ", "")

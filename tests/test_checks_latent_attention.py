@@ -249,7 +249,7 @@ def wrong(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
         (wrong(lambda s: s + 1), "not the explicit scores"),
         (lambda x, latent, w: SCORES, "not for a layer of other sizes"),  # tied to the lesson's own numbers
         (lambda x, latent, w: absorbed_scores(x, latent, w) if x.shape[1] == T else 1 / 0,
-         "your function raised or returned: your function raised ZeroDivisionError"),
+         "(B = 1, T = 3, S = 5, D = 5, h = 3, d_c = 2, d_nope = 7; your function raised ZeroDivisionError"),
         (lambda x, latent, w: np.einsum("btd,hdc->bhtc", x, w) @ np.swapaxes(latent, -1, -2),  # no heads axis
          "right when the batch holds one sequence, but not for the B = 2 here (your function raised ValueError"),
         (lambda x, latent, w: 1 / 0, "raised ZeroDivisionError"),

@@ -234,10 +234,10 @@ _RESCALE = ("you forgot to rescale l: the old sum was measured against m, so whe
             "shrink by exp(m - m_new) before the new block is added")
 _SHIFT = "you summed exp(block) without subtracting the running max; l is kept relative to m_new"
 _UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum; it was measured against the "
-                "smaller maximum m, so it must shrink by exp(m - m_new), which is at most 1")
+                "smaller maximum m, so it must shrink by exp(m - m_new), which is at most 1 (section 3)")
 _NAN_FIRST = ("l_new is NaN after the first block: there m = -inf, so a factor exp(m_new - m) is exp(+inf) = inf, and "
               "0 x inf = NaN. Is your rescale factor upside down? The old sum shrinks by exp(m - m_new), which is 0 "
-              "before the first block and at most 1 after")
+              "before the first block and at most 1 after (section 3)")
 _BLOCK_ONLY = ("m_new is the block's max only; the running max must also remember the earlier blocks, which were "
                "larger in one of the test rows")
 UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
@@ -329,7 +329,8 @@ def _tiled_variant(
 
 
 _TILED_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum and output; they were "
-                      "measured against the smaller maximum m, so they must shrink by exp(m - m_new), at most 1")
+                      "measured against the smaller maximum m, so they must shrink by exp(m - m_new), at most 1 "
+                      "(sections 3 and 4)")
 
 
 def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, block_size: int) -> Verdict:
@@ -349,7 +350,7 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
         (lambda: _tiled_variant(q, k, v, block_size, drop_last=True) if S % block_size else None,
          f"your loop drops the short last block of keys: with S = {S} and blocks of {block_size} the last block "
          f"holds {S % block_size} key(s). Loop with range(0, S, block_size): slicing past the end simply gives a "
-         "shorter block"),
+         "shorter block, as in section 4's loop"),
         (lambda: right[..., :whole_queries, :] if T % block_size else None,
          f"your loop drops the short last block of queries: with T = {T} and blocks of {block_size} the last "
          f"{T % block_size} quer(ies) are missing; every query needs its output row"),

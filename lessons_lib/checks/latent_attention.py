@@ -336,7 +336,7 @@ def _other_sizes_problem(question: str, function: Any, what: str, lesson_failure
         if ok:
             continue
         shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
-        why = f"your function raised or returned: {other.message}" if isinstance(other, Verdict) else (
+        why = other.message if isinstance(other, Verdict) else (
             f"your shape {other.shape}, expected {other_right.shape}" if other.shape != other_right.shape
             else "other numbers")
         globals_read = _notebook_data(function)
@@ -355,7 +355,7 @@ def _other_sizes_problem(question: str, function: Any, what: str, lesson_failure
 
 _BATCH_AXIS = ("the latent (B, S, d_c) has no heads axis, so (B, h, T, d_c) @ (B, d_c, S) lines its batch axis up "
                "with the heads axis (with B = 1 NumPy broadcasts it and the bug hides); give the latent a heads axis "
-               "of size 1, latent[:, None], before the product")
+               "of size 1, latent[:, None], before the product (as section 2's code does)")
 
 
 def check_mla_cache_elements(

@@ -74,7 +74,8 @@ def calls_the_library(m: float, total: float, block: Floats) -> tuple[float, flo
 
 # ----- Your turn 5: tiled attention -----
 def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[int, int], int] | None = None,
-          upside_down: bool = False, guard: bool = True, rescale_output: bool = True, divide: bool = True, scale: bool = True) -> Floats:
+          upside_down: bool = False, guard: bool = True, rescale_output: bool = True, divide: bool = True,
+          scale: bool = True) -> Floats:
     """A learner's loop with one mistake switched on."""
     m = np.full(q.shape[:-1], -np.inf)
     total = np.zeros(q.shape[:-1])

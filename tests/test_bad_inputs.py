@@ -2012,6 +2012,33 @@ BAD_INPUTS = [
         RETURNS,
         ("[latent scores] not yet: expected a function, got int 42"),
     ),
+    Bad(
+        "checks.latent_attention.check_mla_cache_elements",
+        "check_mla_cache_elements_zero_bytes",
+        lambda: latent_attention.check_mla_cache_elements(
+            None, layers=2, latent_width=8, rope_width=4, kv_heads=2, head_dim=4, bytes_per_element=0
+        ),
+        ValueError,
+        ("bytes_per_element must be positive, got bytes_per_element=0"),
+    ),
+    Bad(
+        "checks.latent_attention.check_rebuilt_keys",
+        "check_rebuilt_keys_section_1_w_uk_rank",
+        lambda: latent_attention.check_rebuilt_keys(
+            None, np.ones((1, 3, 8)), np.ones((2, 8, 4)), np.ones((2, 8, 4)), section_1_w_uk=np.ones((8, 4))
+        ),
+        ValueError,
+        ("section_1_w_uk must have 3 axes laid out as (h, d_c, d_nope), got shape (8, 4)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_absorbed_score_cost",
+        "check_absorbed_score_cost_zero_model_width",
+        lambda: latent_attention.check_absorbed_score_cost(
+            None, heads=2, cached_tokens=10, latent_width=8, nope_width=4, rope_width=2, layers=2, model_width=0
+        ),
+        ValueError,
+        ("model_width must be positive, got model_width=0"),
+    ),
     # ----- checks.efficient_attention ----------------------------------------------------------------
     Bad(
         "checks.efficient_attention.check_materialised_entries",

@@ -296,7 +296,7 @@ def _torch_sdpa(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
 WRONG_TILED: list[tuple[Callable[[Floats, Floats, Floats, int], Any], str]] = [
     (lambda q, k, v, b: mha_numpy.attention(q, k, v)[0], "held"),  # the naive route: a full (T, S) matrix
     (lambda q, k, v, b: tiled_variant(q, k, v, k.shape[-2]), "held"),  # one block as wide as S
-    (lambda q, k, v, b: tiled_attention(q, k, v, block_size=b), "calls tiled_attention"),
+    (lambda q, k, v, b: tiled_attention(q, k, v, block_size=b), "calls the library's tiled_attention"),
     (_torch_sdpa, "calls scaled_dot_product_attention"),
     (_torch_naive, "calls from_numpy"),
     (lambda q, k, v, b: tiled_variant(q, k, v, b, rescale=False), "did not rescale the running output"),
@@ -305,7 +305,7 @@ WRONG_TILED: list[tuple[Callable[[Floats, Floats, Floats, int], Any], str]] = [
     (lambda q, k, v, b: tiled_variant(q, k, v, b) if q.shape[-2] < 10 else np.zeros(3), "not a NumPy array equal"),
     (lambda q, k, v, b: tiled_variant(q, k, v, b) if q.shape[-2] < 10 else 1 / 0, "raised ZeroDivisionError"),
     (lambda q, k, v, b: np.zeros((4, 2)), "expected shape"),
-    (lambda q, k, v, b: "abc", "expected an array"),
+    (lambda q, k, v, b: "abc", "must return a NumPy array, got str"),
     (lambda q, k, v, b: 1 / 0, "raised ZeroDivisionError"),
 ]
 

@@ -61,7 +61,7 @@ def test_cache_right_answer() -> None:
     assert "34560" in v.message
     assert repr(v).startswith("[MLA cache] correct")
     assert check_mla_cache_elements(np.int64(34560), **DS).ok
-    assert check_mla_cache_elements(34560.0, **DS).ok
+    assert "is a float" in check_mla_cache_elements(34560.0, **DS).message  # a count is an int
     assert check_mla_cache_elements(torch.tensor(34560), **DS).ok
 
 
@@ -87,6 +87,18 @@ def test_cache_wrong_answers(answer: object, phrase: str) -> None:
     assert repr(v).startswith("[MLA cache] not yet")
 
 
+def test_cache_bytes_context_rebuilt_kv() -> None:
+    extra = dict(nope_width=128, value_width=128, context=131072, bytes_per_element=2)
+    assert check_mla_cache_elements(34560, **DS, **extra).ok
+    cases = [(2 * 34560, "If you multiplied by 2 bytes"), (2 * 34560, "once for K and once for V"),
+             (60 * 128 * 320, "rebuilt keys"), (131072 * 34560, "whole context"),
+             (2 * 131072 * 34560, "bytes of the whole context")]
+    for answer, phrase in cases:
+        assert_not_yet(check_mla_cache_elements(answer, **DS, **extra), phrase, secret="34560")
+    fp32 = check_mla_cache_elements(4 * 34560, **DS, **{**extra, "bytes_per_element": 4})
+    assert_not_yet(fp32, "in bytes (4 per number")
+
+
 def test_cache_blank() -> None:
     v = check_mla_cache_elements(None, **DS)
     assert_blank(v, "one whole number")
@@ -110,11 +122,19 @@ def test_equivalent_kv_heads_right() -> None:
         (256 / 576, "upside down"),
         (128, "num_key_value_heads"),
         (8, "not the count we expected"),
+        (3, "rounded to a whole number"),
+        (2.3, "more than rounding"),
         ("two", "expected one number"),
     ],
 )
 def test_equivalent_kv_heads_wrong(answer: object, phrase: str) -> None:
     assert_not_yet(check_equivalent_kv_heads(answer, **GQA), phrase, secret="2.25")
+
+
+def test_equivalent_kv_heads_rounding_and_layers() -> None:
+    assert check_equivalent_kv_heads(2.25, **GQA, layers=60).ok
+    assert_not_yet(check_equivalent_kv_heads(60 * 576 / 256, **GQA, layers=60), "all 60 layers")
+    assert_not_yet(check_equivalent_kv_heads(60 * 576 / 128, **GQA, layers=60), "all 60 layers")
 
 
 def test_equivalent_kv_heads_blank() -> None:
@@ -139,7 +159,9 @@ def test_rebuilt_keys_right() -> None:
         (KEYS.transpose(0, 2, 1, 3).reshape(B, T, H * D_NOPE), "concatenated the heads"),
         (KEYS[:, 0], "head 0 only"),
         (KEYS.sum(axis=1), "summed over the heads"),
-        (KEYS + 1, "not the keys rebuilt"),
+        (KEYS + 1, "the numbers are not the keys rebuilt"),
+        (KEYS[:, :2], "not the keys rebuilt from the latent c with each head's key up-projection layer.w_uk[i] (your"),
+        (np.broadcast_to((LATENT @ W_UK[0])[:, None], KEYS.shape), "head 0's keys"),
     ],
 )
 def test_rebuilt_keys_wrong(answer: Any, phrase: str) -> None:
@@ -169,7 +191,9 @@ def test_absorbed_query_weight_right() -> None:
         (ABSORBED.transpose(0, 2, 1), "transposed"),
         (ABSORBED[0], "head 0 only"),
         (np.stack([W_Q[i] @ W_UV[i].T for i in range(H)]), "you absorbed w_uv"),
-        (ABSORBED + 1, "not the query projection"),
+        (ABSORBED + 1, "numbers are not the query projection"),
+        (ABSORBED[:2], "not the query projection with each head's key up-projection folded in (your shape"),
+        (np.einsum("hdn,cn->hdc", W_Q, W_UK[0]), "head 0's key up-projection"),
     ],
 )
 def test_absorbed_query_weight_wrong(answer: Any, phrase: str) -> None:
@@ -200,10 +224,10 @@ def scores_check(function: Any) -> Verdict:
 
 def test_latent_scores_right() -> None:
     assert same_array(absorbed_scores(X, LATENT, ABSORBED), SCORES)
-    for function in (absorbed_scores, absorbed_scores_torch):
-        v = scores_check(function)
-        assert v.ok, repr(v)
-        assert "equal the explicit" in v.message
+    v = scores_check(absorbed_scores)
+    assert v.ok, repr(v)
+    assert "equal the explicit" in v.message and "two layers of other sizes" in v.message
+    assert "must return a NumPy array" in scores_check(absorbed_scores_torch).message  # given NumPy, stay in NumPy
 
 
 def same_array(a: Any, b: Any) -> bool:
@@ -223,11 +247,14 @@ def wrong(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
         (wrong(lambda s: s / math.sqrt(D_NOPE)), "1/sqrt(d_nope)"),
         (wrong(lambda s: s / math.sqrt(D_C)), "1/sqrt(d_c)"),
         (wrong(lambda s: s + 1), "not the explicit scores"),
-        (lambda x, latent, w: SCORES, "not for another layer"),  # tied to the lesson's own numbers
-        (lambda x, latent, w: absorbed_scores(x, latent, w) if x.shape[1] == T else 1 / 0, "(your function raised"),
+        (lambda x, latent, w: SCORES, "not for a layer of other sizes"),  # tied to the lesson's own numbers
+        (lambda x, latent, w: absorbed_scores(x, latent, w) if x.shape[1] == T else 1 / 0,
+         "(B = 1, T = 3, S = 5, D = 5, h = 3, d_c = 2, d_nope = 7; your function raised ZeroDivisionError"),
+        (lambda x, latent, w: np.einsum("btd,hdc->bhtc", x, w) @ np.swapaxes(latent, -1, -2),  # no heads axis
+         "right when the batch holds one sequence, but not for the B = 2 here (your function raised ValueError"),
         (lambda x, latent, w: 1 / 0, "raised ZeroDivisionError"),
         (lambda x, latent, w: [None][0], "returned None"),
-        (lambda x, latent, w: f"{x.ndim} scores", "expected an array of numbers"),
+        (lambda x, latent, w: f"{x.ndim} scores", "must return a NumPy array, got str"),
         (42, "expected a function"),
     ],
 )
@@ -235,6 +262,19 @@ def test_latent_scores_wrong(function: Any, phrase: str) -> None:
     v = scores_check(function)
     assert_not_yet(v, phrase, secret="einsum")
     assert "swapaxes" not in v.message and "@ latent" not in v.message
+
+
+SIZES_OF_X = X.shape  # a notebook global the next function reads (the mistake it stands for)
+
+
+def reads_a_global(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
+    q_latent = np.einsum("btd,hdc->bhtc", x, w_q_absorbed).reshape(SIZES_OF_X[0], H, SIZES_OF_X[1], -1)
+    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def test_latent_scores_names_the_globals_read() -> None:
+    v = scores_check(reads_a_global)
+    assert_not_yet(v, "reads the notebook's `SIZES_OF_X`, `H`")
 
 
 def test_latent_scores_blank() -> None:
@@ -276,6 +316,7 @@ def test_score_cost_right() -> None:
         (60 * RIGHT_COST, "all 60 layers"),
         (2 * RIGHT_COST, "FLOPs"),
         (12345, "not a count we recognise"),
+        (RIGHT_COST + 128 * 128 * 512, "cost of forming the absorbed query"),
         ("lots", "expected one whole number"),
     ],
 )
@@ -283,7 +324,33 @@ def test_score_cost_wrong(answer: object, phrase: str) -> None:
     assert_not_yet(check_absorbed_score_cost(answer, **COST), phrase, secret=str(RIGHT_COST))
 
 
+def test_score_cost_absorbed_query_from_x() -> None:
+    v = check_absorbed_score_cost(RIGHT_COST + 128 * 5120 * 512, **COST, model_width=5120)
+    assert_not_yet(v, "h x D x d_c", secret=str(RIGHT_COST))
+
+
 def test_score_cost_blank_and_odd_inputs() -> None:
     assert_blank(check_absorbed_score_cost(None, **COST), "one whole number")
     for odd in ODD_INPUTS:
         assert not check_absorbed_score_cost(odd, **COST).ok
+
+
+def test_rebuilt_keys_section_1_lookalikes() -> None:
+    other_latent, other_w_uk = LATENT + 0.5, W_UK[::-1].copy()
+    lookalikes = dict(section_1_latent=other_latent, section_1_w_uk=other_w_uk)
+    assert check_rebuilt_keys(KEYS, LATENT, W_UK, W_UV, **lookalikes).ok
+    cases = [(other_latent, other_w_uk, "those are section 1's keys k"), (LATENT, other_w_uk, "section 1's `w_uk`"),
+             (other_latent, W_UK, "section 1's `latent`")]
+    for latent, w_uk, phrase in cases:
+        answer = np.einsum("btc,hcn->bhtn", latent, w_uk)
+        assert_not_yet(check_rebuilt_keys(answer, LATENT, W_UK, W_UV, **lookalikes), phrase)
+
+
+def test_absorbed_query_section_1_lookalikes() -> None:
+    other_w_q, other_w_uk = W_Q[::-1].copy(), W_UK + 0.5
+    lookalikes = dict(section_1_w_q=other_w_q, section_1_w_uk=other_w_uk)
+    cases = [(other_w_q, other_w_uk, "section 2's w_q_absorbed"), (W_Q, other_w_uk, "section 1's `w_uk`"),
+             (other_w_q, W_UK, "section 1's `w_q`")]
+    for w_q, w_uk, phrase in cases:
+        answer = np.einsum("hdn,hcn->hdc", w_q, w_uk)
+        assert_not_yet(check_absorbed_query_weight(answer, W_Q, W_UK, W_UV, **lookalikes), phrase)

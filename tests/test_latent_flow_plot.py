@@ -9,12 +9,13 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
+from matplotlib.colors import same_color as same_colour
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 
 from lessons_lib.mla import LatentAttention
-from lessons_lib.plotting.latent_flow import SIZE_KEYS, flow_labels, plot_latent_flow
+from lessons_lib.plotting.latent_flow import ABSORBED_COLOUR, SIZE_KEYS, flow_labels, plot_latent_flow
 
 X = "\u00d7"  # the multiplication sign the labels use
 DEEPSEEK_V2 = {"D": 5120, "h": 128, "d_c": 512, "d_nope": 128, "d_rope": 64, "d_v": 128}
@@ -54,6 +55,24 @@ def test_deepseek_sizes_and_left_out_parts() -> None:
         assert "not in this lesson's layer" in texts[name]
     arrow_labels = [t.get_text() for t in fig.axes[0].texts if not t.get_gid()]
     assert f"W_dkv\n5120 {X} 512" in arrow_labels and f"W_kr (5120 {X} 64)" in arrow_labels
+    # DeepSeek-V2's queries come from the query latent c^Q, not from x
+    assert texts["q"].startswith("q_i = c^Q W_uq[i]") and "RoPE(c^Q W_qr[i])" in texts["q_rope"]
+    assert "W_uq[i]" in arrow_labels and "W_q[i]" not in arrow_labels
+    plt.close(fig)
+
+
+def test_absorbed_route_has_a_value_side() -> None:
+    """The absorbed route draws the score side and the value side: the weights mix c, then W_uv W_o."""
+    fig = plot_latent_flow(DEEPSEEK_V2)
+    texts = box_texts(fig)
+    assert "absorbed: (weights_i c) (d_c = 512)" in texts["output"] and "W_uv[i] W_o[i]" in texts["output"]
+    assert "explicit: o_i = weights_i v_i (d_v = 128)" in texts["output"]
+    arrow_labels = [t.get_text() for t in fig.axes[0].texts if not t.get_gid()]
+    assert f"absorbed: weights {X} c, then W_uv[i] W_o[i]" in arrow_labels and "absorbed: c itself" in arrow_labels
+    arrows = [a.arrow_patch for a in fig.axes[0].texts if isinstance(a, Annotation) and a.arrow_patch is not None]
+    orange = [a for a in arrows if same_colour(a.get_edgecolor(), ABSORBED_COLOUR)]
+    assert len(orange) == 4  # score side: x W_uk^T, into the scores, c itself; value side: weights x c
+    assert texts["q"].startswith("q_i = x W_q[i]")  # the lesson's layer: queries straight from x
     plt.close(fig)
 
 

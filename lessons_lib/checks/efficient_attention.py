@@ -28,12 +28,15 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     int_answer,
+    is_blank,
     number_answer,
     passed,
     reference_array,
     same,
+    same_kind,
     unanswered,
 )
 from lessons_lib.checks.inspecting_heads import check_weight_entries
@@ -59,6 +62,16 @@ def check_materialised_entries(answer: Any, *, B: int, h: int, T: int, S: int) -
     if answer is None:
         return unanswered(question, "replace None with one whole number: how many numbers the weights tensor holds")
     verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)
+    if "is a float" in verdict.message:  # the type is the problem: say so as it is
+        return verdict
+    if not verdict.ok and verdict.answered:
+        own = first_match(answer, [
+            (T * S, "that is one (T, S) map; the tensor holds one per batch row and per head"),
+            (B * h * T, "you left out the source positions: every query has one weight per source position, S of them"),
+            (B * h * S, "you left out the queries: every one of the T queries has its own row of S weights"),
+        ])
+        if own is not None:
+            return failed(question, own)
     if verdict.ok:
         return passed(question, f"{B * h * T * S} numbers: one (T, S) = ({T}, {S}) map per head and per sequence")
     message = verdict.message.replace(" ", "")
@@ -77,10 +90,15 @@ def check_tile_bytes(answer: Any, *, B: int, h: int, T: int, S: int, block: int,
     question = "tile bytes"
     B, h, T, S, block, itemsize = (check_int(name, value) for name, value in
                                    (("B", B), ("h", h), ("T", T), ("S", S), ("block", block), ("itemsize", itemsize)))
+    right, full = B * h * T * block * itemsize, B * h * T * S * itemsize
+    value = number_answer(question, answer, "one whole number of bytes: the score tile one step of the loop holds")
+    if not isinstance(value, Verdict):  # a size in MiB or GiB is a float: name it before refusing floats
+        unit = first_match(value, [(right / 2**20, "MiB"), (right / 2**30, "GiB"), (right / 1e6, "MB")])
+        if unit is not None:
+            return failed(question, f"that is in {unit}; the question asks for bytes")
     n = int_answer(question, answer, "one whole number of bytes: the score tile one step of the loop holds")
     if isinstance(n, Verdict):
         return n
-    right, full = B * h * T * block * itemsize, B * h * T * S * itemsize
     if n == right:
         return passed(question, f"{B}*{h}*{T}*{block} scores of {itemsize} bytes = {right:,} bytes, "
                                 f"{S / block:g}x less than the full (B, h, T, S) scores ({full:,} bytes)")
@@ -94,7 +112,6 @@ def check_tile_bytes(answer: Any, *, B: int, h: int, T: int, S: int, block: int,
         (B * h * block * block * itemsize, "that is a (block, block) tile; in this pass all T queries take part at "
                                            "once, only the keys come in blocks"),
         (right // itemsize * other, f"that uses {other} bytes per score; here each score takes {itemsize}"),
-        (right / 2**20, "that is in MiB; the question asks for bytes"),
     ])
     return failed(question, mistake or f"{n:,} bytes is not it: count what one step holds, the scores of every "
                                        "batch row, head and query against one block of keys, in bytes")
@@ -121,11 +138,16 @@ def check_sdpa_output(answer: Any, q: Any, k: Any, v: Any) -> Verdict:
     a = array_answer(question, answer, "the output tensor of F.scaled_dot_product_attention, shape (..., T, d_v)")
     if isinstance(a, Verdict):
         return a
+    if hasattr(q, "detach") and not hasattr(answer, "detach"):  # the question asks for SDPA's own output
+        return failed(question, f"expected the torch tensor F.scaled_dot_product_attention returns, got "
+                                f"{type(answer).__name__}: call SDPA and keep its output as it is")
     scores = qf @ np.swapaxes(kf, -1, -2) / math.sqrt(qf.shape[-1])  # (..., T, S)
     right = _attend(np.where(mask, scores, -np.inf), vf)
     if same(a, right):
         return passed(question, f"shape {right.shape}, equal to the manual masked route, and no weights stored")
     top_left = np.tril(np.ones(mask.shape, dtype=bool))
+    T, S = mask.shape
+    diagonal = np.eye(T, S, k=S - T, dtype=bool)  # each query's own position
     mistake = first_match(a, [
         (lambda: _attend(scores, vf), "that is attention without the mask: pass it as attn_mask"),
         (lambda: _attend(np.where(top_left, scores, -np.inf), vf),
@@ -134,6 +156,9 @@ def check_sdpa_output(answer: Any, q: Any, k: Any, v: Any) -> Verdict:
         # a row with no allowed key: NaN in NumPy, zeros from recent PyTorch versions
         (lambda: np.nan_to_num(_attend(np.where(~mask, scores, -np.inf), vf)),
          "the mask is inverted: for SDPA True means take part"),
+        (lambda: _attend(np.where(mask & ~diagonal, scores, -np.inf), vf),
+         "in your mask a query cannot see itself: causal means every key up to AND including the query's own "
+         "position (the diagonal of mha_numpy.causal_mask(T, S) is allowed)"),
         (lambda: _attend(scores + mask, vf), "a float mask is ADDED to the scores (0 or 1 here), it blocks nothing; "
                                              "give SDPA a boolean mask, True = take part"),
         (lambda: _attend(np.where(mask, scores / math.sqrt(qf.shape[-1]), -np.inf), vf),
@@ -196,16 +221,23 @@ UPDATE_ROWS = ((np.array([0.5, 2.0, -1.0, 3.5, 1.0, 0.0, 4.0, -2.0]), 3),
 
 
 def _update(m: float, total: float, block: Floats, /, *, running: bool = True, rescale: bool = True,
-            shift: bool = True, swap: bool = False) -> tuple[float, float]:
-    """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off."""
+            shift: bool = True, swap: bool = False, upside_down: bool = False) -> tuple[float, float]:
+    """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off
+    (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN)."""
     m_new = max(m, float(block.max())) if running else float(block.max())
-    total = total * (math.exp(m - m_new) if rescale else 1.0) + float(np.exp(block - m_new if shift else block).sum())
+    factor = math.exp(m - m_new) if not upside_down else 0.0 if m == -math.inf else math.exp(m_new - m)
+    total = total * (factor if rescale else 1.0) + float(np.exp(block - m_new if shift else block).sum())
     return (total, m_new) if swap else (m_new, total)
 
 
 _RESCALE = ("you forgot to rescale l: the old sum was measured against m, so when the max grows to m_new it must "
             "shrink by exp(m - m_new) before the new block is added")
 _SHIFT = "you summed exp(block) without subtracting the running max; l is kept relative to m_new"
+_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum; it was measured against the "
+                "smaller maximum m, so it must shrink by exp(m - m_new), which is at most 1 (section 3)")
+_NAN_FIRST = ("l_new is NaN after the first block: there m = -inf, so a factor exp(m_new - m) is exp(+inf) = inf, and "
+              "0 x inf = NaN. Is your rescale factor upside down? The old sum shrinks by exp(m - m_new), which is 0 "
+              "before the first block and at most 1 after (section 3)")
 _BLOCK_ONLY = ("m_new is the block's max only; the running max must also remember the earlier blocks, which were "
                "larger in one of the test rows")
 UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
@@ -215,6 +247,7 @@ UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
     ({"running": False}, _BLOCK_ONLY),
     ({"running": False, "rescale": False}, _BLOCK_ONLY),
     ({"swap": True}, "you returned (l_new, m_new); return the pair in the order (m_new, l_new)"),
+    ({"upside_down": True}, _UPSIDE_DOWN),
 )
 
 
@@ -243,11 +276,18 @@ def check_online_update(update: Any) -> Verdict:
     """
     question = "online update"
     what = "update(m, l, block) returning the pair (m_new, l_new): the new running max and running sum"
-    trace = _trace(question, update, what)
+    if update is not None and not is_blank(update):
+        refused = forbidden_call(question, update, "online_softmax_trace", "online_softmax")
+        if refused is not None:
+            return refused
+    with np.errstate(all="ignore"):
+        trace = _trace(question, update, what)
     if isinstance(trace, Verdict):
         return trace
     right = _trace(question, _update, what)
     assert not isinstance(right, Verdict)
+    if np.isnan(trace[0, 1]) and same(trace[0, 0], right[0, 0]):
+        return failed(question, _NAN_FIRST)
     if same(trace, right):
         return passed(question, f"m_new and l_new agree at all {len(trace)} steps over two rows, so l ends as "
                                 "sum(exp(row - max(row)))")
@@ -260,19 +300,27 @@ def check_online_update(update: Any) -> Verdict:
     return failed(question, "m_new is right but l_new is not the sum of exp(score - m_new) over every score so far")
 
 def _tiled_variant(
-    q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool, normalise: bool, scale: bool
+    q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool = True, normalise: bool = True,
+    scale: bool = True, upside_down: bool = False, drop_last: bool = False,
 ) -> Floats:
-    """Tiled attention with one step optionally left out (to recognise that mistake)."""
+    """Tiled attention with one step optionally left out or wrong (to recognise that mistake):
+    ``upside_down`` rescales by ``exp(m_new - m)`` (guarded so that the first block is not NaN),
+    ``drop_last`` leaves out a short last key block."""
     lead = q.shape[:-1]
     running_max = np.full(lead, -np.inf)
     running_sum = np.zeros(lead)
     acc = np.zeros((*lead, v.shape[-1]))
-    for start in range(0, k.shape[-2], block_size):
+    S = k.shape[-2]
+    for start in range(0, S - S % block_size if drop_last else S, block_size):
         s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2)
         if scale:
             s = s / math.sqrt(q.shape[-1])
         new_max = np.maximum(running_max, s.max(axis=-1))
-        factor = np.exp(running_max - new_max)
+        if upside_down:
+            factor = np.where(np.isneginf(running_max), 0.0, np.exp(new_max - np.where(np.isneginf(running_max), 0.0,
+                                                                                        running_max)))
+        else:
+            factor = np.exp(running_max - new_max)
         p = np.exp(s - new_max[..., None])
         running_sum = factor * running_sum + p.sum(axis=-1)
         acc = (factor[..., None] * acc if rescale else acc) + p @ v[..., start : start + block_size, :]
@@ -280,26 +328,45 @@ def _tiled_variant(
     return acc / running_sum[..., None] if normalise else acc
 
 
+_TILED_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum and output; they were "
+                      "measured against the smaller maximum m, so they must shrink by exp(m - m_new), at most 1 "
+                      "(sections 3 and 4)")
+
+
 def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, block_size: int) -> Verdict:
     right = attention(q, k, v)[0]
     if same(a, right):
         return passed(question, f"equal to ordinary attention, shape {right.shape}")
-
-    def variant(rescale: bool, normalise: bool, scale: bool) -> Floats:
-        return _tiled_variant(q, k, v, block_size, rescale=rescale, normalise=normalise, scale=scale)
-
+    T, S = q.shape[-2], k.shape[-2]
+    whole_queries = T - T % block_size
     mistake = first_match(a, [
-        (lambda: variant(rescale=False, normalise=True, scale=True),
+        (lambda: _tiled_variant(q, k, v, block_size, rescale=False),
          "you did not rescale the running output: when the max grows from m to m_new, multiply "
          "the accumulated output (not only the sum) by exp(m - m_new)"),
-        (lambda: variant(rescale=True, normalise=False, scale=True),
+        (lambda: _tiled_variant(q, k, v, block_size, normalise=False),
          "you forgot the final division: the accumulated output must be divided by the running sum l"),
-        (lambda: variant(rescale=True, normalise=True, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
+        (lambda: _tiled_variant(q, k, v, block_size, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
+        (lambda: _tiled_variant(q, k, v, block_size, upside_down=True), _TILED_UPSIDE_DOWN),
+        (lambda: _tiled_variant(q, k, v, block_size, drop_last=True) if S % block_size else None,
+         f"your loop drops the short last block of keys: with S = {S} and blocks of {block_size} the last block "
+         f"holds {S % block_size} key(s). Loop with range(0, S, block_size): slicing past the end simply gives a "
+         "shorter block, as in section 4's loop"),
+        (lambda: right[..., :whole_queries, :] if T % block_size else None,
+         f"your loop drops the short last block of queries: with T = {T} and blocks of {block_size} the last "
+         f"{T % block_size} quer(ies) are missing; every query needs its output row"),
+        (lambda: np.concatenate([right[..., :whole_queries, :], np.zeros_like(right[..., whole_queries:, :])], -2)
+         if T % block_size else None,
+         f"the last {T % block_size} output row(s) are zero: your loop drops the short last block of queries "
+         f"(T = {T}, blocks of {block_size})"),
     ])
     if mistake is not None:
         return failed(question, mistake)
     if a.shape != right.shape:
         return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
+    if np.isnan(a).any():
+        return failed(question, "your output holds NaN. Before the first block m = -inf: a factor exp(m_new - m) "
+                                "is exp(+inf) = inf, and 0 x inf = NaN. Is your rescale factor upside down? It is "
+                                "exp(m - m_new), 0 before the first block and at most 1 after")
     return failed(question, "expected the same numbers as attention(q, k, v)[0]")
 
 
@@ -315,6 +382,8 @@ def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> 
     vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
     block_size = check_int("block_size", block_size)
     a = array_answer("tiled output", answer, "your tiled output (..., T, d_v)")
+    if not isinstance(a, Verdict):
+        a = np.asarray(a)
     return a if isinstance(a, Verdict) else _judge_tiled("tiled output", a, qf, kf, vf, block_size)
 
 
@@ -347,25 +416,42 @@ def _peak_bytes(run: Callable[[], Any]) -> tuple[int, Any]:
             tracemalloc.stop()
 
 
+# The small problems (q, k, v shapes and block size) the function must get right before its memory is
+# measured: every size differs between the two, no T or S is a multiple of its block (a short last
+# block of keys, and of queries for a loop that blocks them too), and the leading axes differ.
+TILED_PROBLEMS = (((2, 7, 3), (2, 10, 3), (2, 10, 2), 3), ((3, 2, 5, 4), (3, 2, 11, 4), (3, 2, 11, 6), 4))
+
+
 def check_tiled_attention(tiled: Any) -> Verdict:
     """Question "tiled attention": ``tiled(q, k, v, block_size) -> (..., T, d_v)``, run and measured.
 
-    The numbers must equal ordinary attention (with the mistakes of `check_tiled_output` named), the
-    function must not hand the work to a library kernel or to torch (whose memory tracemalloc does
-    not see), and on T = 128, S = 2048 its peak memory must stay below half of one float64 ``(T, S)`` matrix.
+    The function must not call the library's ``tiled_attention``; on `TILED_PROBLEMS` its numbers must
+    equal ordinary attention (with the mistakes of `check_tiled_output` named, and a short last
+    block dropped) and come back as a float64 NumPy array; it must not hand the work to torch
+    (whose memory tracemalloc does not see), and on T = 128, S = 2048 its peak memory must stay
+    below half of one float64 ``(T, S)`` matrix.
     """
     question = "tiled attention"
     what = "tiled(q, k, v, block_size) returning the output (..., T, d_v), looping over blocks of keys"
+    if tiled is not None and not (callable(tiled) and is_blank(tiled)):
+        refused = forbidden_call(question, tiled, "tiled_attention")
+        if refused is not None:
+            return refused
     rng = np.random.default_rng(7)
-    q, k, v = rng.normal(size=(2, 4, 3)) * 3, rng.normal(size=(2, 9, 3)) * 3, rng.normal(size=(2, 9, 2))
-    returned = function_answer(question, tiled, (q.copy(), k.copy(), v.copy(), 3), what)
-    if isinstance(returned, Verdict):
-        return returned
-    a = array_answer(question, returned, what)
-    verdict = a if isinstance(a, Verdict) else _judge_tiled(question, a, q, k, v, 3)
-    if not verdict.ok:
-        return verdict
-    shortcut = _calls(tiled, ("tiled_attention", "scaled_dot_product_attention", "from_numpy", "as_tensor"))
+    for q_shape, k_shape, v_shape, block in TILED_PROBLEMS:
+        q, k, v = rng.normal(size=q_shape) * 3, rng.normal(size=k_shape) * 3, rng.normal(size=v_shape)
+        with np.errstate(all="ignore"):
+            returned = function_answer(question, tiled, (q.copy(), k.copy(), v.copy(), block), what)
+        if isinstance(returned, Verdict):
+            return returned
+        kind = same_kind(question, returned, q)
+        if kind is not None:
+            return kind
+        a = array_answer(question, returned, what)
+        verdict = a if isinstance(a, Verdict) else _judge_tiled(question, a, q, k, v, block)
+        if not verdict.ok:
+            return verdict
+    shortcut = _calls(tiled, ("scaled_dot_product_attention", "from_numpy", "as_tensor"))
     if shortcut is not None:
         return failed(question, f"the numbers are right, but your function calls {shortcut}: write the loop yourself, "
                                 "in NumPy")
@@ -383,5 +469,6 @@ def check_tiled_attention(tiled: Any) -> Verdict:
         return failed(question, f"the numbers are right, but on T = {T}, S = {S} your function held {peak:,} bytes at "
                                 f"once, {peak / full:.1f} times one (T, S) float64 matrix ({full:,} bytes): keep only "
                                 "one block of scores at a time")
-    return passed(question, f"equal to ordinary attention, and on T = {T}, S = {S} with blocks of 64 its peak memory "
+    return passed(question, f"equal to ordinary attention (also with a short last block), and on T = {T}, S = {S} "
+                            f"with blocks of 64 its peak memory "
                             f"stayed below half of one (T, S) float64 matrix ({full:,} bytes)")

@@ -15,7 +15,9 @@ comparison, ``d_c`` latent width (``kv_lora_rank``), ``d_rope`` rotary key width
 
 from __future__ import annotations
 
+import dis
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -30,8 +32,11 @@ from lessons_lib.checks import (
     int_answer,
     number_answer,
     passed,
+    precision_problem,
     reference_array,
+    rounded_match,
     same,
+    same_kind,
 )
 from lessons_lib.validation import check_int
 
@@ -47,32 +52,65 @@ __all__ = [
 Floats = NDArray[np.float64]
 
 
-def check_rebuilt_keys(answer: Any, latent: Any, w_uk: Any, w_uv: Any) -> Verdict:
+def _same_shape_hint(a: Floats, right: Floats, what: str) -> str:
+    """The generic "not yet" text: shapes only when they differ (two equal shapes explain nothing)."""
+    if a.shape != right.shape:
+        return f"not {what} (your shape {a.shape}, expected {right.shape})"
+    return f"the shape {a.shape} is right but the numbers are not {what}"
+
+
+def check_rebuilt_keys(
+    answer: Any, latent: Any, w_uk: Any, w_uv: Any, *, section_1_latent: Any = None, section_1_w_uk: Any = None
+) -> Verdict:
     """Question "rebuilt keys": every head's keys ``latent @ w_uk[i]``, shape ``(B, h, T, d_nope)``.
 
     Args:
         latent: the cached latents ``(B, T, d_c)``.
         w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
         w_uv: per-head value up-projections ``(h, d_c, d_v)``, to recognise values handed in as keys.
+        section_1_latent, section_1_w_uk: optional lookalikes the notebook also holds (section 1's
+            hand-built layer, with the same shapes), to recognise them used by mistake.
 
-    Recognises: the value up-projection used, heads after tokens ``(B, T, h, d_nope)``, each head's
-    keys transposed ``(B, h, d_nope, T)``, heads concatenated ``(B, T, h * d_nope)``, one head only,
-    and the heads summed.
+    Recognises: the value up-projection used, section 1's latent or key up-projection used, head 0's
+    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, each head's keys
+    transposed ``(B, h, d_nope, T)``, heads concatenated ``(B, T, h * d_nope)``, one head only, and
+    the heads summed.
     """
     question = "rebuilt keys"
     c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
     wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
     wuv = reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
+    c1 = None if section_1_latent is None else reference_array("section_1_latent", section_1_latent, "(B, T, d_c)",
+                                                               rank=3)
+    wuk1 = None if section_1_w_uk is None else reference_array("section_1_w_uk", section_1_w_uk, "(h, d_c, d_nope)",
+                                                               rank=3)
     a = array_answer(question, answer, "an array of shape (B, h, T, d_nope): every head's keys")
     if isinstance(a, Verdict):
         return a
-    right: Floats = np.einsum("btc,hcn->bhtn", c, wuk)  # (B, T, d_c) x (h, d_c, d_nope) -> (B, h, T, d_nope)
+
+    def keys(lat: Floats, up: Floats) -> Floats:
+        out: Floats = np.einsum("btc,hcn->bhtn", lat, up)  # (B, T, d_c) x (h, d_c, d_nope) -> (B, h, T, d_nope)
+        return out
+
+    right = keys(c, wuk)
     if same(a, right):
         return passed(question, f"latent @ w_uk[i] for every head i: shape (B, h, T, d_nope) = {right.shape}")
     B, h, T, d_nope = right.shape
-    mistake = first_match(a, [
-        (lambda: np.einsum("btc,hcv->bhtv", c, wuv),
-         "those are the values: you used w_uv, the value up-projection; keys come from w_uk"),
+    candidates: list[tuple[Any, str]] = [
+        (lambda: keys(c, wuv), "those are the values: you used w_uv, the value up-projection; keys come from w_uk"),
+        (lambda: np.broadcast_to(c[:, None] @ wuk[0], right.shape),
+         "every head got head 0's keys: you used w_uk[0] for all heads; head i has its own w_uk[i]"),
+    ]
+    section_1 = ("section 1's hand-built layer, which has the same sizes as `layer` but other weights; this "
+                 "exercise is about `layer` (section 4): use c = x @ layer.w_dkv and layer.w_uk")
+    if c1 is not None and wuk1 is not None:
+        candidates.append((lambda: keys(c1, wuk1), f"those are section 1's keys k: its `latent` and `w_uk` belong to "
+                                                   f"{section_1}"))
+    if wuk1 is not None:
+        candidates.append((lambda: keys(c, wuk1), f"you used section 1's `w_uk`, from {section_1}"))
+    if c1 is not None:
+        candidates.append((lambda: keys(c1, wuk), f"you used section 1's `latent`, from {section_1}"))
+    candidates += [
         (right.transpose(0, 2, 1, 3),
          "your heads axis comes after the tokens, (B, T, h, d_nope); put it before them, (B, h, T, d_nope), "
          "as every lesson lays out per-head arrays"),
@@ -82,15 +120,18 @@ def check_rebuilt_keys(answer: Any, latent: Any, w_uk: Any, w_uv: Any) -> Verdic
          "you concatenated the heads into (B, T, h * d_nope); keep the heads as their own axis"),
         (right[:, 0], "that is head 0 only; every head has its own w_uk[i], stack them all"),
         (right.sum(axis=1), "you summed over the heads; every head keeps its own keys"),
-    ])
+    ]
+    mistake = first_match(a, candidates)
     return failed(
         question,
-        mistake or f"not the keys rebuilt from the latent with each head's key up-projection (your shape "
-        f"{a.shape}, expected {right.shape})",
+        mistake or _same_shape_hint(a, right, "the keys rebuilt from the latent c with each head's key "
+                                              "up-projection layer.w_uk[i]"),
     )
 
 
-def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = None) -> Verdict:
+def check_absorbed_query_weight(
+    answer: Any, w_q: Any, w_uk: Any, w_uv: Any = None, *, section_1_w_q: Any = None, section_1_w_uk: Any = None
+) -> Verdict:
     """Question "absorbed query": the per-head matrices ``w_q[i] @ w_uk[i].T``, shape ``(h, D, d_c)``.
 
     Args:
@@ -98,14 +139,20 @@ def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = No
         w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
         w_uv: optional per-head value up-projections ``(h, d_c, d_v)``; given, the checker also
             recognises the value up-projection absorbed in place of the key one.
+        section_1_w_q, section_1_w_uk: optional lookalikes the notebook also holds (section 1's
+            hand-built layer), to recognise them used by mistake.
 
     Recognises: the result summed over heads, the transposed result ``(h, d_c, D)``, the value of
-    one head only, and (with ``w_uv``) the wrong up-projection.
+    one head only, head 0's key up-projection for every head, section 1's weights, and (with
+    ``w_uv``) the wrong up-projection.
     """
     question = "absorbed query"
     wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
     wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
     wuv = None if w_uv is None else reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
+    wq1 = None if section_1_w_q is None else reference_array("section_1_w_q", section_1_w_q, "(h, D, d_nope)", rank=3)
+    wuk1 = None if section_1_w_uk is None else reference_array("section_1_w_uk", section_1_w_uk, "(h, d_c, d_nope)",
+                                                               rank=3)
     if wq.shape[0] != wuk.shape[0] or wq.shape[2] != wuk.shape[2]:
         raise ValueError(
             f"w_q (h, D, d_nope) and w_uk (h, d_c, d_nope) must agree on h and d_nope, got {wq.shape} and {wuk.shape}"
@@ -113,14 +160,33 @@ def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = No
     a = array_answer(question, answer, "an array of shape (h, D, d_c): one absorbed query matrix per head")
     if isinstance(a, Verdict):
         return a
-    right: Floats = np.einsum("hdn,hcn->hdc", wq, wuk)
+
+    def absorb(query: Floats, up: Floats) -> Floats:
+        out: Floats = np.einsum("hdn,hcn->hdc", query, up)  # w_q[i] @ up[i].T for every head i
+        return out
+
+    right = absorb(wq, wuk)
     if same(a, right):
         return passed(
             question,
             f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
             f"meet the latent directly",
         )
+    section_1 = ("section 1's hand-built layer, which has the same sizes as `layer` but other weights; use "
+                 "layer.w_q and layer.w_uk")
     mistakes: list[tuple[Any, str]] = [
+        (lambda: np.einsum("hdn,cn->hdc", wq, wuk[0]),
+         "every head got head 0's key up-projection: you used w_uk[0] for all heads; head i folds in its own "
+         "w_uk[i]"),
+    ]
+    if wq1 is not None and wuk1 is not None:
+        mistakes.append((lambda: absorb(wq1, wuk1), f"that is section 2's w_q_absorbed, built from the weights of "
+                                                    f"{section_1}"))
+    if wuk1 is not None:
+        mistakes.append((lambda: absorb(wq, wuk1), f"you used section 1's `w_uk`, from {section_1}"))
+    if wq1 is not None:
+        mistakes.append((lambda: absorb(wq1, wuk), f"you used section 1's `w_q`, from {section_1}"))
+    mistakes += [
         (right.sum(axis=0),
          "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
          "because each head has its own W_uk"),
@@ -130,23 +196,69 @@ def check_absorbed_query_weight(answer: Any, w_q: Any, w_uk: Any, w_uv: Any = No
         (right[0], "that is head 0 only; stack all heads: shape (h, D, d_c)"),
     ]
     if wuv is not None:
-        mistakes.append((lambda: np.einsum("hdn,hcn->hdc", wq, wuv),
+        mistakes.append((lambda: absorb(wq, wuv),
                          "you absorbed w_uv, the value up-projection; the scores need the keys' w_uk"))
     mistake = first_match(a, mistakes)
     return failed(
         question,
-        mistake or f"not the query projection with each head's key up-projection folded in (your shape "
-        f"{a.shape}, expected {right.shape})",
+        mistake or _same_shape_hint(a, right, "the query projection with each head's key up-projection folded in"),
     )
 
 
-def _scores_problem(x: Floats, w_dkv: Floats, w_q: Floats, w_uk: Floats) -> tuple[tuple[Floats, ...], Floats]:
-    """The arguments ``(x, latent, w_q_absorbed)`` of a latent-scores function and the explicit scores."""
-    latent = x @ w_dkv  # (B, S, D) @ (D, d_c) -> (B, S, d_c)
+def _scores_problem(
+    x: Floats, w_dkv: Floats, w_q: Floats, w_uk: Floats, context: Floats | None = None
+) -> tuple[tuple[Floats, ...], Floats]:
+    """The arguments ``(x, latent, w_q_absorbed)`` of a latent-scores function and the explicit scores.
+
+    The latent is built from ``context (B, S, D)`` (``x`` itself when ``None``: self-attention, S = T).
+    """
+    latent = (x if context is None else context) @ w_dkv  # (B, S, D) @ (D, d_c) -> (B, S, d_c)
     q = np.einsum("btd,hdn->bhtn", x, w_q)  # (B, h, T, d_nope)
     k = np.einsum("bsc,hcn->bhsn", latent, w_uk)  # (B, h, S, d_nope), rebuilt only to compare
     explicit: Floats = q @ np.swapaxes(k, -1, -2)  # (B, h, T, S)
     return (x.copy(), latent, np.einsum("hdn,hcn->hdc", w_q, w_uk)), explicit
+
+
+def _random_problem(seed: int, B: int, T: int, S: int, D: int, h: int, d_c: int, d_nope: int
+                    ) -> tuple[tuple[Floats, ...], Floats]:
+    """A layer and inputs the notebook does not hold, with the given sizes."""
+    rng = np.random.default_rng(seed)
+    return _scores_problem(rng.standard_normal((B, T, D)), rng.standard_normal((D, d_c)),
+                           rng.standard_normal((h, D, d_nope)), rng.standard_normal((h, d_c, d_nope)),
+                           rng.standard_normal((B, S, D)))
+
+
+# Two more problems of other sizes: every size differs from the lesson's (B=1, T=S=12, D=16, h=4,
+# d_c=6, d_nope=4) and between the two, T differs from S, and the first keeps B = 1 so that a batch
+# axis lined up with the heads axis shows in the second only.
+OTHER_SIZES = (dict(B=1, T=3, S=5, D=5, h=3, d_c=2, d_nope=7), dict(B=2, T=4, S=7, D=9, h=5, d_c=3, d_nope=2))
+
+
+def _notebook_data(function: Any) -> list[str]:
+    """The global names ``function`` (or a function nested in it) reads whose values are data (arrays,
+    numbers, layers): not modules, classes or functions. An exercise function should use only its arguments."""
+    code = getattr(function, "__code__", None)
+    namespace = getattr(function, "__globals__", {})
+    stack = [code] if isinstance(code, types.CodeType) else []
+    tools = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)
+    found: list[str] = []
+    while stack:
+        code = stack.pop()
+        for step in dis.get_instructions(code):
+            name = step.argval
+            if step.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in namespace and name not in found:
+                if not isinstance(namespace[name], tools) and not hasattr(namespace[name], "__wrapped__"):
+                    found.append(name)
+        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return found
+
+
+def _run_scores(question: str, function: Any, args: tuple[Floats, ...], what: str) -> Floats | Verdict:
+    result = function_answer(question, function, args, what)
+    if isinstance(result, Verdict):
+        return result
+    kind = same_kind(question, result, args[0])
+    return kind if kind is not None else array_answer(question, result, what)
 
 
 def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) -> Verdict:
@@ -156,10 +268,12 @@ def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) 
     The function is called on ``x (B, T, D)`` with the latent ``x @ w_dkv`` and the absorbed
     matrices built from ``w_q (h, D, d_nope)`` and ``w_uk (h, d_c, d_nope)``, and compared with the
     explicit scores ``q_i @ k_i.T``. It never sees ``w_uk``, so it must use the absorbed route; it is
-    then run on a second layer of other sizes, which catches answers tied to the lesson's globals.
+    then run on two layers of other sizes (`OTHER_SIZES`), which catches answers tied to the lesson's
+    sizes or globals, and a batch axis lined up with the heads axis (which B = 1 hides).
 
-    Recognises: the heads summed, one head only, each head's scores transposed, and a scale of
-    ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)`` (the question asks for raw scores).
+    Recognises: the heads summed, one head only, each head's scores transposed, a scale of
+    ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)`` (the question asks for raw scores), the notebook's
+    variables read inside the function, and the latent's missing heads axis.
     """
     question = "latent scores"
     xs = reference_array("x", x, "(B, T, D)", rank=3)
@@ -168,10 +282,10 @@ def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) 
     wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
     args, right = _scores_problem(xs, wdkv, wq, wuk)
     what = "the body of your function: it returns the raw scores (B, h, T, S) of every head against the latent"
-    result = function_answer(question, function, args, what)
-    if isinstance(result, Verdict):
-        return result
-    a = array_answer(question, result, what)
+    a = _run_scores(question, function, args, what)
+    if isinstance(a, Verdict) and a.answered and "your function raised" in a.message:
+        batch_problem = _other_sizes_problem(question, function, what, a.message, xs.shape[0])
+        return a if batch_problem is None else batch_problem
     if isinstance(a, Verdict):
         return a
     if not same(a, right):
@@ -188,48 +302,90 @@ def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) 
              "you scaled by 1/sqrt(d_c), which would be wrong even in attention: the scale stays "
              "1/sqrt(d_nope), the width of the keys we never build. Here leave the scale out"),
         ])
-        return failed(
-            question,
-            mistake or f"these are not the explicit scores q_i . k_i of each head (your shape {a.shape}, "
-            f"expected {right.shape})",
-        )
-    rng = np.random.default_rng(6)  # a second layer of other sizes: B=2, T=S=3, D=5, h=3, d_c=2, d_nope=7
-    other_args, other_right = _scores_problem(
-        rng.standard_normal((2, 3, 5)), rng.standard_normal((5, 2)), rng.standard_normal((3, 5, 7)),
-        rng.standard_normal((3, 2, 7)),
-    )
-    other = function_answer(question, function, other_args, what)
-    if isinstance(other, Verdict) or not same(array_answer(question, other, what), other_right):
-        why = f" ({other.message})" if isinstance(other, Verdict) else ""
-        return failed(
-            question,
-            f"right for this layer, but not for another layer of other sizes{why}: use only the arguments "
-            "x, latent and w_q_absorbed, not the notebook's variables (layer, h, d_c, ...)",
-        )
+        if mistake is None:
+            generic = _same_shape_hint(a, right, "the explicit scores q_i . k_i of each head")
+            mistake = getattr(_other_sizes_problem(question, function, what, generic, xs.shape[0]), "message", generic)
+        return failed(question, mistake)
+    verdict = _other_sizes_problem(question, function, what, "", None)
+    if verdict is not None:
+        return verdict
     return passed(
         question,
         f"queries projected to the d_c = {wuk.shape[1]} latent features meet the latent directly; the "
-        f"scores {right.shape} equal the explicit q_i @ k_i.T of every head, and no key was built",
+        f"scores {right.shape} equal the explicit q_i @ k_i.T of every head, and no key was built (also on two "
+        "layers of other sizes)",
     )
 
 
+def _other_sizes_problem(question: str, function: Any, what: str, lesson_failure: str,
+                         lesson_batch: int | None) -> Verdict | None:
+    """Runs ``function`` on the `OTHER_SIZES` problems; a failed `Verdict` naming why it fails there, or ``None``.
+
+    With ``lesson_batch`` (the function already failed on the lesson's layer, ``lesson_failure`` says
+    how), only the batch-axis diagnosis is looked for: right with B = 1, wrong with a batch of more.
+    """
+    for number, sizes in enumerate(OTHER_SIZES):
+        other_args, other_right = _random_problem(6 + number, **sizes)
+        other = _run_scores(question, function, other_args, what)
+        ok = not isinstance(other, Verdict) and same(other, other_right)
+        if lesson_batch is not None:
+            if sizes["B"] == 1 and ok and lesson_batch > 1:
+                return failed(question, f"right when the batch holds one sequence, but not for the B = {lesson_batch} "
+                                        f"here ({lesson_failure}): {_BATCH_AXIS}")
+            return None
+        if ok:
+            continue
+        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
+        why = other.message if isinstance(other, Verdict) else (
+            f"your shape {other.shape}, expected {other_right.shape}" if other.shape != other_right.shape
+            else "other numbers")
+        globals_read = _notebook_data(function)
+        if globals_read:
+            names = ", ".join(f"`{name}`" for name in globals_read)
+            return failed(question, f"right for the lesson's layer, but not for a layer of other sizes ({shown}; "
+                                    f"{why}): your function reads the notebook's {names}; use only its arguments "
+                                    "x, latent and w_q_absorbed, and read every size from their shapes")
+        if sizes["B"] > 1:
+            return failed(question, f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown}; "
+                                    f"{why}): {_BATCH_AXIS}")
+        return failed(question, f"right for the lesson's layer, but not for a layer of other sizes ({shown}; {why}): "
+                                "does your function use a size it does not read from its arguments' shapes?")
+    return None
+
+
+_BATCH_AXIS = ("the latent (B, S, d_c) has no heads axis, so (B, h, T, d_c) @ (B, d_c, S) lines its batch axis up "
+               "with the heads axis (with B = 1 NumPy broadcasts it and the bug hides); give the latent a heads axis "
+               "of size 1, latent[:, None], before the product (as section 2's code does)")
+
+
 def check_mla_cache_elements(
-    answer: Any, *, layers: int, latent_width: int, rope_width: int, kv_heads: int, head_dim: int
+    answer: Any, *, layers: int, latent_width: int, rope_width: int, kv_heads: int, head_dim: int,
+    nope_width: int | None = None, value_width: int | None = None, context: int | None = None,
+    bytes_per_element: int | None = None,
 ) -> Verdict:
     """Question "MLA cache": numbers MLA caches per token over all layers, ``layers * (d_c + d_rope)``.
 
     ``kv_heads`` and ``head_dim`` are what the model's config file says (``num_key_value_heads``,
-    the per-head width); they let us recognise the GQA formula applied to an MLA model.
+    the per-head width); they let us recognise the GQA formula applied to an MLA model. The optional
+    ``nope_width`` and ``value_width`` (``d_nope``, ``d_v``) recognise the rebuilt keys and values
+    cached instead of the latent; ``context`` (tokens) and ``bytes_per_element`` the answer given for
+    the whole context or in bytes.
 
     Recognises: ``2 * layers * kv_heads * head_dim`` (the config's ``num_key_value_heads`` read as
-    a K/V cache), the rotary key forgotten, the latent counted twice (once for K, once for V), the
-    rotary key counted per head, and one layer instead of all.
+    a K/V cache), the rebuilt K and V cached, the rotary key forgotten, a factor 2 (the latent counted
+    once for K and once for V, or bytes of bf16: both named when they coincide), the rotary key
+    counted per head, one layer instead of all, bytes, and the whole context instead of one token.
     """
     question = "MLA cache"
     layers, latent_width, rope_width, kv_heads, head_dim = (
         check_int(name, value) for name, value in (("layers", layers), ("latent_width", latent_width),
                                                    ("rope_width", rope_width), ("kv_heads", kv_heads),
                                                    ("head_dim", head_dim))
+    )
+    nope_width, value_width, context, bytes_per_element = (
+        None if value is None else check_int(name, value)
+        for name, value in (("nope_width", nope_width), ("value_width", value_width), ("context", context),
+                            ("bytes_per_element", bytes_per_element))
     )
     a = int_answer(question, answer, "one whole number: the numbers cached per token, summed over all layers")
     if isinstance(a, Verdict):
@@ -240,18 +396,34 @@ def check_mla_cache_elements(
             question,
             f"{layers} layers x ({latent_width} latent + {rope_width} rotary key) = {right} numbers per token",
         )
-    mistake = first_match(a, [
+    twice_kv = ("you counted the cache twice, as if K and V had separate latents; one latent rebuilds both "
+                "keys and values, so there is no factor 2")
+    candidates: list[tuple[Any, str]] = [
         (2 * layers * kv_heads * head_dim,
          f"that is 2 x layers x num_key_value_heads x head_dim, the MHA/GQA formula. In an MLA model "
          f"the config's num_key_value_heads ({kv_heads}) only says how many heads the rebuilt keys "
          f"have; the cache holds the latent (d_c = {latent_width}) and the shared rotary key "
          f"(d_rope = {rope_width}) per layer"),
+    ]
+    if nope_width is not None and value_width is not None:
+        candidates.append((layers * kv_heads * (nope_width + rope_width + value_width),
+                           f"that is what caching the rebuilt keys (d_nope + d_rope = {nope_width + rope_width} "
+                           f"per head) and values (d_v = {value_width} per head) of all {kv_heads} heads would take; "
+                           "MLA caches the latent they are rebuilt from, plus the shared rotary key"))
+    if bytes_per_element is not None:
+        in_bytes = f"that is in bytes ({bytes_per_element} per number in bf16); the question counts numbers"
+        if bytes_per_element == 2:  # a factor 2 can be bytes or K and V counted apart: name both
+            candidates.append((2 * right, f"that is twice the count. If you multiplied by {bytes_per_element} bytes "
+                                          "(bf16): the question counts numbers, not bytes. If you counted the latent "
+                                          "once for K and once for V: one latent rebuilds both, so there is no "
+                                          "factor 2"))
+        else:
+            candidates.append((bytes_per_element * right, in_bytes))
+    candidates += [
         (layers * latent_width,
          f"you forgot the decoupled rotary key: each token also caches k^R of width d_rope = "
          f"{rope_width}, so add it to d_c = {latent_width}"),
-        (2 * layers * (latent_width + rope_width),
-         "you counted the cache twice, as if K and V had separate latents; one latent rebuilds both "
-         "keys and values, so there is no factor 2"),
+        (2 * layers * (latent_width + rope_width), twice_kv),
         (2 * layers * latent_width,
          "you counted the latent twice (K and V) and forgot the rotary key; one latent serves both, "
          f"plus d_rope = {rope_width} for the rotary key"),
@@ -260,7 +432,15 @@ def check_mla_cache_elements(
          f"{rope_width} once per layer"),
         (latent_width + rope_width,
          f"that is one layer; every one of the {layers} layers keeps its own latent and rotary key"),
-    ])
+    ]
+    if context is not None:
+        candidates.append((context * right, f"that is for the whole context of {context:,} tokens; the question "
+                                            "asks for one token"))
+        if bytes_per_element is not None:
+            candidates.append((context * right * bytes_per_element,
+                               f"that is the bytes of the whole context of {context:,} tokens; the question asks "
+                               "for the numbers cached for one token"))
+    mistake = first_match(a, candidates)
     return failed(
         question,
         mistake or f"not a count we recognise: what does one layer keep for each token (see section 5), "
@@ -269,26 +449,31 @@ def check_mla_cache_elements(
 
 
 def check_equivalent_kv_heads(
-    answer: Any, *, latent_width: int, rope_width: int, head_dim: int, kv_heads: int | None = None
+    answer: Any, *, latent_width: int, rope_width: int, head_dim: int, kv_heads: int | None = None,
+    layers: int | None = None,
 ) -> Verdict:
     """Question "GQA equivalent": ``(d_c + d_rope) / (2 * d_h)`` KV heads give the same cache.
 
-    ``kv_heads`` (optional) is the config's ``num_key_value_heads``, to recognise it handed in.
+    ``kv_heads`` (optional) is the config's ``num_key_value_heads``, to recognise it handed in;
+    ``layers`` (optional) recognises MLA's cache over all layers divided by one layer's KV head.
+    The lesson prints the answer with 2 decimals; an answer rounded to them is accepted.
 
     Recognises: the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
-    ratio upside down, and the config's ``num_key_value_heads``.
+    ratio upside down, the config's ``num_key_value_heads``, all layers against one, a whole number
+    of heads, and an answer off by rounding only.
     """
     question = "GQA equivalent"
     what = "one number (it need not be whole): the KV heads of width d_h a GQA cache would need"
     latent_width, rope_width = check_int("latent_width", latent_width), check_int("rope_width", rope_width)
     head_dim = check_int("head_dim", head_dim)
     kv_heads = None if kv_heads is None else check_int("kv_heads", kv_heads)
+    layers = None if layers is None else check_int("layers", layers)
     a = number_answer(question, answer, what)
     if isinstance(a, Verdict):
         return a
     mla = latent_width + rope_width
     right = mla / (2 * head_dim)
-    if same(a, right):
+    if rounded_match(a, right, 2):
         return passed(
             question,
             f"({latent_width} + {rope_width}) / (2 x {head_dim}) = {right:g} KV heads: a GQA layer "
@@ -303,7 +488,18 @@ def check_equivalent_kv_heads(
     if kv_heads is not None:
         mistakes.append((kv_heads, f"that is the config's num_key_value_heads ({kv_heads}): how many heads "
                                    "the rebuilt keys have, not the size of what MLA caches"))
+    if layers is not None:
+        all_layers = (f"you divided MLA's cache over all {layers} layers by what one KV head keeps in one layer; "
+                      "compare one layer with one layer")
+        mistakes += [(layers * right, all_layers), (layers * mla / head_dim, all_layers + ", and a GQA KV head "
+                                                                             "holds a key AND a value")]
     mistake = first_match(a, mistakes)
+    if mistake is None and a in (math.floor(right), math.ceil(right)) and right != int(right):
+        mistake = ("you rounded to a whole number of heads; the question asks for the exact ratio, which need not "
+                   "be whole")
+    precision = precision_problem(question, a, right, 2)
+    if mistake is None and precision is not None:
+        return precision
     return failed(
         question,
         mistake or "not the count we expected: divide MLA's numbers per token and layer by what one GQA "
@@ -313,21 +509,25 @@ def check_equivalent_kv_heads(
 
 def check_absorbed_score_cost(
     answer: Any, *, heads: int, cached_tokens: int, latent_width: int, nope_width: int, rope_width: int,
-    layers: int,
+    layers: int, model_width: int | None = None,
 ) -> Verdict:
     """Question "absorbed score cost": multiply-adds for the absorbed scores of ONE new query against
-    ``cached_tokens`` positions, in one layer, all heads: ``h * S * (d_c + d_rope)``.
+    ``cached_tokens`` positions, in one layer, all heads: ``h * S * (d_c + d_rope)``. The one-off cost
+    of forming the absorbed query is not part of it (the question says so).
 
-    ``nope_width`` (``d_nope``) and ``layers`` are only there to recognise mistakes.
+    ``nope_width`` (``d_nope``), ``layers`` and the optional ``model_width`` (``D``) are only there to
+    recognise mistakes.
 
     Recognises: the rotary part left out, the rotary dot product counted once instead of per head,
-    one head only, one cached token only, the explicit width ``d_nope + d_rope``, all layers, and
-    multiplies and adds counted separately (FLOPs).
+    one head only, one cached token only, the explicit width ``d_nope + d_rope``, all layers,
+    multiplies and adds counted separately (FLOPs), and the cost of forming the absorbed query added
+    (``h d_nope d_c`` from ``q_i``, or ``h D d_c`` from ``x`` with ``model_width``).
     """
     question = "absorbed score cost"
     sizes = {"heads": heads, "cached_tokens": cached_tokens, "latent_width": latent_width, "nope_width": nope_width,
              "rope_width": rope_width, "layers": layers}
     heads, cached_tokens, latent_width, nope_width, rope_width, layers = (check_int(n, v) for n, v in sizes.items())
+    model_width = None if model_width is None else check_int("model_width", model_width)
     a = int_answer(question, answer, "one whole number: multiply-adds of one layer's absorbed scores for one query")
     if isinstance(a, Verdict):
         return a
@@ -339,7 +539,9 @@ def check_absorbed_score_cost(
             f"h x S x (d_c + d_rope) = {h} x {S} x ({d_c} + {d_rope}) = {right}: every head compares its "
             f"absorbed query with each cached latent and its rotary query with each rotary key",
         )
-    mistake = first_match(a, [
+    query_cost = ("you added the cost of forming the absorbed query ({what}, paid once per query, not per cached "
+                  "token); the question counts only the score dot products against the S cached tokens")
+    candidates: list[tuple[Any, str]] = [
         (h * S * d_c, f"you left out the rotary part: each head's score also has q^R_i . k^R, over "
                       f"d_rope = {d_rope} more features"),
         (h * S * d_c + S * d_rope,
@@ -352,7 +554,11 @@ def check_absorbed_score_cost(
          "features where the rebuilt keys had d_nope"),
         (layers * right, f"that is all {layers} layers; the question asks for one layer"),
         (2 * right, "you counted a multiply and an add separately (FLOPs); count each multiply-add once"),
-    ])
+        (right + h * d_nope * d_c, query_cost.format(what="q_i W_uk[i]^T, h x d_nope x d_c")),
+    ]
+    if model_width is not None:
+        candidates.append((right + h * model_width * d_c, query_cost.format(what="x (W_q W_uk^T)[i], h x D x d_c")))
+    mistake = first_match(a, candidates)
     return failed(
         question,
         mistake or "not a count we recognise: how many features does one absorbed score compare, "

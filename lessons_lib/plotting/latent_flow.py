@@ -3,8 +3,10 @@
 `flow_labels` writes the text of every box from a layer's sizes (``LatentAttention.sizes`` or the
 same keys read from a model's config), and `plot_latent_flow` draws the boxes and arrows: the
 latent ``c`` (cached) up-projected into per-head keys and values, the shared rotary key (cached),
-the absorbed route where ``q_i W_uk[i]^T`` meets ``c`` directly, and, dashed, the parts the
-lesson's layer leaves out (query compression and the RMSNorms on the latents).
+the absorbed route (score side: ``q_i W_uk[i]^T`` meets ``c`` directly; value side: the weights mix
+``c`` itself, then ``W_uv[i] W_o[i]`` maps the mixture to the output), and, dashed, the parts the
+lesson's layer leaves out (query compression and the RMSNorms on the latents). Given the query
+latent's width, the query boxes read from ``c^Q`` as in DeepSeek-V2.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ BOXES = {
     "rope_key": (8.0, 1.2, 3.6, 0.8),
     "absorbed_q": (11.5, 7.2, 3.2, 0.8),
     "scores": (13.5, 5.0, 3.5, 1.7),
-    "output": (13.5, 1.6, 3.5, 0.8),
+    "output": (13.5, 1.45, 3.5, 1.3),
 }
 CACHED = ("latent", "rope_key")
 DASHED = ("query_latent", "kv_norm")
@@ -67,16 +69,18 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
     """The text of every box of `plot_latent_flow`, keyed by box name, with the given sizes.
 
     ``sizes`` holds ``D, h, d_c, d_nope, d_rope, d_v`` (see `SIZE_KEYS`); ``query_latent_width``
-    is DeepSeek-V2's ``q_lora_rank`` (d_c'), shown in the left-out query-compression box.
+    is DeepSeek-V2's ``q_lora_rank`` (d_c'), shown in the left-out query-compression box; given, the
+    queries are written from the query latent ``c^Q`` (DeepSeek-V2), else from ``x`` (the lesson's layer).
     """
     n = _sizes(sizes, query_latent_width)
     D, h, d_c, d_nope, d_rope, d_v = (n[key] for key in SIZE_KEYS)
     d_cq = f"d_c' = {n['d_cq']}" if "d_cq" in n else "d_c'"
+    query_source, query_up = ("c^Q", "W_uq") if "d_cq" in n else ("x", "W_q")
     return {
         "x": f"x\nD = {D}",
         "query_latent": f"query latent c^Q = x W_dq ({d_cq}),\nRMSNorm (q_a_layernorm), then W_uq\n{LEFT_OUT}",
-        "q": f"q_i = x W_q[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
-        "q_rope": f"q^R_i = RoPE(x W_qr[i])\nh {TIMES} d_rope = {h} {TIMES} {d_rope}",
+        "q": f"q_i = {query_source} {query_up}[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
+        "q_rope": f"q^R_i = RoPE({query_source} W_qr[i])\nh {TIMES} d_rope = {h} {TIMES} {d_rope}",
         "kv_norm": f"RMSNorm on c (kv_a_layernorm)\n{LEFT_OUT}",
         "latent": f"latent c = x W_dkv\nd_c = {d_c}   CACHED",
         "k": f"k_i = c W_uk[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
@@ -87,7 +91,11 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
             f"scores of head i\nexplicit: [q_i; q^R_i]·[k_i; k^R]\nover d_nope + d_rope = {d_nope + d_rope}\n"
             f"absorbed: (q_i W_uk[i]^T)·c + q^R_i·k^R\nover d_c + d_rope = {d_c + d_rope}"
         ),
-        "output": f"softmax, mix values: o_i (d_v = {d_v})\nout = Σ_i o_i W_o[i]   (D = {D})",
+        "output": (
+            f"softmax, then per head i:\nexplicit: o_i = weights_i v_i (d_v = {d_v}),\n"
+            f"out = Σ_i o_i W_o[i]   (D = {D})\n"
+            f"absorbed: (weights_i c) (d_c = {d_c}),\nout = Σ_i (weights_i c) W_uv[i] W_o[i]"
+        ),
     }
 
 
@@ -99,10 +107,12 @@ def _edge(name: str, side: str, shift: float = 0.0) -> tuple[float, float]:
 
 
 def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], colour: str, label: str = "",
-           at: float = 0.5, dashed: bool = False) -> None:
-    """An arrow from ``start`` to ``end``, labelled just above the point a fraction ``at`` along it."""
+           at: float = 0.5, dashed: bool = False, bend: float = 0.0) -> None:
+    """An arrow from ``start`` to ``end``, labelled just above the point a fraction ``at`` along the
+    straight line between them; ``bend`` curves it (matplotlib's arc3 ``rad``)."""
     ax.annotate("", xy=end, xytext=start, zorder=1, arrowprops=dict(
-        arrowstyle="-|>", color=colour, lw=1.4, linestyle="--" if dashed else "-", shrinkA=0, shrinkB=1))
+        arrowstyle="-|>", color=colour, lw=1.4, linestyle="--" if dashed else "-", shrinkA=0, shrinkB=1,
+        connectionstyle=f"arc3,rad={bend}"))
     if label:
         x, y = start[0] + at * (end[0] - start[0]), start[1] + at * (end[1] - start[1]) + 0.08
         ax.text(x, y, label, fontsize=8, color=colour, ha="center", va="bottom", zorder=3,
@@ -138,7 +148,8 @@ def plot_latent_flow(
     ax.set_ylim(0, 8.0)
     ax.axis("off")
     grey, orange = EXPLICIT_COLOUR, ABSORBED_COLOUR
-    _arrow(ax, _edge("x", "top"), _edge("q", "left"), grey, "W_q[i]", at=0.85)
+    query_up = "W_uq[i]" if query_latent_width is not None else "W_q[i]"  # from c^Q in DeepSeek-V2
+    _arrow(ax, _edge("x", "top"), _edge("q", "left"), grey, query_up, at=0.85)
     _arrow(ax, _edge("x", "right", 0.3), _edge("q_rope", "left"), grey, "W_qr[i]", at=0.88)
     _arrow(ax, _edge("x", "right"), _edge("latent", "left"), grey)
     ax.text(1.62, 3.93, f"W_dkv\n{n['D']} {TIMES} {n['d_c']}", fontsize=8, color=grey, va="top", zorder=3)
@@ -154,11 +165,13 @@ def plot_latent_flow(
     _arrow(ax, _edge("q", "right"), _edge("absorbed_q", "left"), orange, f"{TIMES} W_uk[i]^T")
     _arrow(ax, _edge("absorbed_q", "right", -0.2), _edge("scores", "top", 0.8), orange)
     _arrow(ax, _edge("latent", "right"), _edge("scores", "left", -0.6), orange, "absorbed: c itself")
+    _arrow(ax, _edge("latent", "bottom", 0.6), _edge("output", "left", -0.3), orange,
+           f"absorbed: weights {TIMES} c, then W_uv[i] W_o[i]", at=0.62, bend=0.12)
     for name, text in labels.items():
         _box(ax, name, text)
     legend = [
         Line2D([], [], color=grey, lw=1.4, label="explicit route: rebuild K, V per head"),
-        Line2D([], [], color=orange, lw=1.4, label="absorbed route: queries meet the latent"),
+        Line2D([], [], color=orange, lw=1.4, label="absorbed route: queries meet the latent, weights mix it"),
         Patch(fc=CACHED_FILL, ec=CACHED_EDGE, lw=2.2, label="cached per token and layer"),
         Patch(fc="white", ec=LEFT_OUT_COLOUR, ls="--", label="in DeepSeek-V2, " + LEFT_OUT),
     ]

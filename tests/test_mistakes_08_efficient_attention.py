@@ -1,0 +1,215 @@
+"""Lesson 08's typical mistakes, each with the diagnosis its checker must give (format in `mistake_table`).
+
+The inputs are those of the notebook's check cells (the SDPA problem is rebuilt with the same seeds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
+
+from lessons_lib import efficient, mha_numpy
+from lessons_lib.checks import Verdict
+from lessons_lib.checks import efficient_attention as ea
+
+Floats = Any
+
+
+def entries(answer: Any) -> Verdict:
+    return ea.check_materialised_entries(answer, B=2, h=8, T=5, S=7)
+
+
+def tile(answer: Any) -> Verdict:
+    return ea.check_tile_bytes(answer, B=2, h=32, T=4096, S=4096, block=256, itemsize=4)
+
+
+TILE = 2 * 32 * 4096 * 256 * 4
+
+# ----- Your turn 3: the decoding problem of the notebook -----
+q_new = torch.randn(1, 2, 2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+k_all = torch.randn(1, 2, 7, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+v_all = torch.randn(1, 2, 7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+ALLOWED = torch.from_numpy(mha_numpy.causal_mask(2, 7))
+
+
+def sdpa(answer: Any) -> Verdict:
+    return ea.check_sdpa_output(answer, q_new, k_all, v_all)
+
+
+def with_mask(mask: Any, q: Any = q_new) -> Any:
+    return F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask)
+
+
+NOT_ITSELF = ALLOWED & ~torch.from_numpy(np.eye(2, 7, k=5, dtype=bool))  # each query's own position blocked
+
+
+# ----- Your turn 4: the online update -----
+def right_update(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block.max())
+    return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
+
+
+def upside_down_update(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block.max())
+    return m_new, total * np.exp(m_new - m) + np.exp(block - m_new).sum()  # exp(+inf) * 0 = NaN on the first block
+
+
+def upside_down_guarded(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block.max())
+    factor = 0.0 if m == -math.inf else math.exp(m_new - m)
+    return m_new, total * factor + np.exp(block - m_new).sum()
+
+
+def calls_the_library(m: float, total: float, block: Floats) -> tuple[float, float]:
+    step = efficient.online_softmax_trace(block, len(block))[-1]
+    return max(m, step.running_max), total + step.running_sum
+
+
+# ----- Your turn 5: tiled attention -----
+def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[int, int], int] | None = None,
+          upside_down: bool = False, guard: bool = True, rescale_output: bool = True, divide: bool = True,
+          scale: bool = True) -> Floats:
+    """A learner's loop with one mistake switched on."""
+    m = np.full(q.shape[:-1], -np.inf)
+    total = np.zeros(q.shape[:-1])
+    acc = np.zeros((*q.shape[:-1], v.shape[-1]))
+    S = k.shape[-2]
+    for start in range(0, S if stop is None else stop(S, block_size), block_size):
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / (math.sqrt(q.shape[-1]) if scale else 1)
+        m_new = np.maximum(m, s.max(-1))
+        if upside_down:
+            factor = np.exp(m_new - m)
+            if guard:
+                factor = np.where(np.isneginf(m), 0.0, factor)
+        else:
+            factor = np.exp(m - m_new)
+        p = np.exp(s - m_new[..., None])
+        total = total * factor + p.sum(-1)
+        acc = (acc * factor[..., None] if rescale_output else acc) + p @ v[..., start : start + block_size, :]
+        m = m_new
+    return acc / total[..., None] if divide else acc
+
+
+def query_blocks_drop_last(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    """Blocks the queries too, with a loop that leaves out a short last query block (rows stay zero)."""
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    T = q.shape[-2]
+    for start in range(0, T - T % block_size, block_size):
+        out[..., start : start + block_size, :] = tiled(q[..., start : start + block_size, :], k, v, block_size)
+    return out
+
+
+def query_blocks(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    parts = [tiled(q[..., s : s + block_size, :], k, v, block_size) for s in range(0, q.shape[-2], block_size)]
+    return np.concatenate(parts, axis=-2)
+
+
+def check(function: Any) -> Verdict:
+    return ea.check_tiled_attention(function)
+
+
+MISTAKES: list[Mistake] = [
+    # ----- Your turn 1: entries of the weights tensor -----
+    Mistake("08 YT1 weight entries", "batch left out", lambda: entries(8 * 5 * 7), "left out the batch"),
+    Mistake("08 YT1 weight entries", "heads left out", lambda: entries(2 * 5 * 7), "left out the heads"),
+    Mistake("08 YT1 weight entries", "one (T, S) map", lambda: entries(5 * 7), "one (T, S) map"),
+    Mistake("08 YT1 weight entries", "source positions left out", lambda: entries(2 * 8 * 5),
+            "left out the source positions"),
+    Mistake("08 YT1 weight entries", "bytes of float32", lambda: entries(2 * 8 * 5 * 7 * 4), "bytes"),
+    Mistake("08 YT1 weight entries", "a float", lambda: entries(560.0), "is a float"),
+    # ----- Your turn 2: tile bytes -----
+    Mistake("08 YT2 tile bytes", "the full scores", lambda: tile(2 * 32 * 4096 * 4096 * 4), "full (B, h, T, S)"),
+    Mistake("08 YT2 tile bytes", "entries, not bytes", lambda: tile(TILE // 4), "counts numbers, not bytes"),
+    Mistake("08 YT2 tile bytes", "one head", lambda: tile(2 * 4096 * 256 * 4), "one head only"),
+    Mistake("08 YT2 tile bytes", "one sequence", lambda: tile(32 * 4096 * 256 * 4), "one sequence only"),
+    Mistake("08 YT2 tile bytes", "a (block, block) tile", lambda: tile(2 * 32 * 256 * 256 * 4), "(block, block) tile"),
+    Mistake("08 YT2 tile bytes", "8 bytes per score", lambda: tile(TILE * 2), "uses 8 bytes"),
+    Mistake("08 YT2 tile bytes", "in MiB", lambda: tile(TILE / 2**20), "in MiB"),
+    Mistake("08 YT2 tile bytes", "a float from `/`", lambda: tile(TILE / 1), "is a float"),
+    # ----- Your turn 3: SDPA with the decoding mask -----
+    Mistake("08 YT3 SDPA output", "no mask", lambda: sdpa(F.scaled_dot_product_attention(q_new, k_all, v_all)),
+            "without the mask"),
+    Mistake("08 YT3 SDPA output", "is_causal=True", lambda: sdpa(F.scaled_dot_product_attention(
+        q_new, k_all, v_all, is_causal=True)), "is_causal=True aligns the mask top-left"),
+    Mistake("08 YT3 SDPA output", "mask inverted", lambda: sdpa(with_mask(~ALLOWED)), "mask is inverted"),
+    Mistake("08 YT3 SDPA output", "a mask where a query cannot see itself", lambda: sdpa(with_mask(NOT_ITSELF)),
+            "cannot see itself"),
+    Mistake("08 YT3 SDPA output", "0/1 float mask", lambda: sdpa(with_mask(ALLOWED.double())), "float mask is ADDED"),
+    Mistake("08 YT3 SDPA output", "q divided by sqrt(d) first",
+            lambda: sdpa(with_mask(ALLOWED, q_new / math.sqrt(8))), "divided by sqrt(d) twice"),
+    Mistake("08 YT3 SDPA output", "a NumPy array (the manual route) instead of SDPA's tensor",
+            lambda: sdpa(mha_numpy.attention(q_new.numpy(), k_all.numpy(), v_all.numpy(), ALLOWED.numpy())[0]),
+            "expected the torch tensor"),
+    # ----- Your turn 4: online update -----
+    Mistake("08 YT4 online update", "no rescale", lambda: ea.check_online_update(
+        lambda m, total, b: (max(m, b.max()), total + np.exp(b - max(m, b.max())).sum())), "forgot to rescale l"),
+    Mistake("08 YT4 online update", "rescale factor upside down (NaN on the first block)",
+            lambda: ea.check_online_update(upside_down_update), "Is your rescale factor upside down?"),
+    Mistake("08 YT4 online update", "rescale factor upside down (first block guarded)",
+            lambda: ea.check_online_update(upside_down_guarded), "your rescale factor is upside down"),
+    Mistake("08 YT4 online update", "no maximum subtracted", lambda: ea.check_online_update(
+        lambda m, total, b: (max(m, b.max()), total * math.exp(m - max(m, b.max())) + np.exp(b).sum())),
+        "without subtracting"),
+    Mistake("08 YT4 online update", "the block's max as the running max", lambda: ea.check_online_update(
+        lambda m, total, b: (b.max(), total * math.exp(m - b.max()) + np.exp(b - b.max()).sum())), "block's max only"),
+    Mistake("08 YT4 online update", "pair in the wrong order", lambda: ea.check_online_update(
+        lambda m, total, b: right_update(m, total, b)[::-1]), "returned (l_new, m_new)"),
+    Mistake("08 YT4 online update", "calls the library's online_softmax_trace",
+            lambda: ea.check_online_update(calls_the_library), "calls the library's online_softmax_trace"),
+    # ----- Your turn 5: tiled attention -----
+    Mistake("08 YT5 tiled attention", "loop drops a short last block of keys",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, stop=lambda S, b: S - S % b)),
+            "drops the short last block of keys"),
+    Mistake("08 YT5 tiled attention", "range(S // block) blocks: the short last one dropped",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, stop=lambda S, b: S // b * b)),
+            "drops the short last block of keys"),
+    Mistake("08 YT5 tiled attention", "query blocks: the short last one dropped", lambda: check(query_blocks_drop_last),
+            "short last block of queries"),
+    Mistake("08 YT5 tiled attention", "rescale factor upside down (guarded)",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True)), "rescale factor is upside down"),
+    Mistake("08 YT5 tiled attention", "rescale factor upside down (NaN)",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True, guard=False)),
+            "Is your rescale factor upside down?"),
+    Mistake("08 YT5 tiled attention", "running output not rescaled",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, rescale_output=False)),
+            "did not rescale the running output"),
+    Mistake("08 YT5 tiled attention", "no final division",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, divide=False)), "final division"),
+    Mistake("08 YT5 tiled attention", "no 1/sqrt(d)", lambda: check(lambda q, k, v, b: tiled(q, k, v, b, scale=False)),
+            "1/sqrt(d)"),
+    Mistake("08 YT5 tiled attention", "calls the library's tiled_attention",
+            lambda: check(lambda q, k, v, b: efficient.tiled_attention(q, k, v, block_size=b)),
+            "calls the library's tiled_attention"),
+    Mistake("08 YT5 tiled attention", "the naive route, a full (T, S) matrix",
+            lambda: check(lambda q, k, v, b: mha_numpy.attention(q, k, v)[0]), "held"),
+    Mistake("08 YT5 tiled attention", "returns float32", lambda: check(
+        lambda q, k, v, b: tiled(q, k, v, b).astype(np.float32)), "returned float32"),
+]
+
+RIGHT: list[RightAnswer] = [
+    RightAnswer("08 YT1 weight entries", "the product as an int", lambda: entries(2 * 8 * 5 * 7)),
+    RightAnswer("08 YT2 tile bytes", "an np.int64", lambda: tile(np.int64(TILE))),
+    RightAnswer("08 YT3 SDPA output", "an additive float mask of 0 and -inf", lambda: sdpa(with_mask(
+        torch.zeros(2, 7, dtype=torch.float64).masked_fill(~ALLOWED, float("-inf"))))),
+    RightAnswer("08 YT3 SDPA output", "the lesson's boolean mask", lambda: sdpa(with_mask(ALLOWED))),
+    RightAnswer("08 YT4 online update", "the lesson's update", lambda: ea.check_online_update(right_update)),
+    RightAnswer("08 YT5 tiled attention", "a loop over keys", lambda: check(tiled)),
+    RightAnswer("08 YT5 tiled attention", "query blocks too, the short last one kept", lambda: check(query_blocks)),
+]
+
+
+@pytest.mark.parametrize("row", MISTAKES, ids=row_id)
+def test_mistake_is_diagnosed(row: Mistake) -> None:
+    assert_diagnosed(row)
+
+
+@pytest.mark.parametrize("row", RIGHT, ids=row_id)
+def test_right_answer_is_accepted(row: RightAnswer) -> None:
+    assert_accepted(row)

@@ -50,6 +50,7 @@ __all__ = [
     "EVAL_SEED",
     "InductionConfig",
     "InductionModel",
+    "ONE_LAYER_PATH",
     "ablation_losses",
     "composition_scores",
     "even_spread_weights",
@@ -73,6 +74,7 @@ __all__ = [
 Array = NDArray[np.floating[Any]]
 Tokens = NDArray[np.int64]
 DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
+ONE_LAYER_PATH = DATA_PATH.with_name("induction_one_layer.npz")  # the same training, one layer of heads
 EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
 CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
 

@@ -1,9 +1,10 @@
 """Quick check of the lesson "Heads at work" (checkers in ``lessons_lib.checks.heads_at_work``).
 
 Each checker recognises the usual wrong answers and says what went wrong, without giving the right
-answer away. Function exercises are tried on the checker's own inputs (a block with LayerNorm gains
-and biases that are not 1 and 0, attention weights with known entries), so a function that only
-fits the notebook's arrays is caught.
+answer away. Function exercises are tried on the checker's own inputs of two sizes that differ in
+every size a function could hard-code (blocks with LayerNorm gains and biases that are not 1 and 0,
+random causal attention weights), so a function that only fits the notebook's arrays is caught; a
+call of the library function an exercise asks for is refused with the shared `forbidden_call`.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` positions, ``D`` model width, ``L`` the length of the
 repeated run. NumPy only.
@@ -194,9 +195,12 @@ BLOCK_MISTAKES = {
 def check_block_function(function: Any) -> Verdict:
     """Question "block": ``function(x, block) -> new stream (B, T, D)``, one causal pre-norm block.
 
-    Tried on the checker's own block (LayerNorm gains and biases not 1 and 0) and stream. Recognises:
-    a call of the finished block, post-norm, a missing residual on either sub-layer, the parallel
-    block, missing or swapped or shared LayerNorms, and attention without the causal mask.
+    Tried on two blocks of the checker's own (sizes `BLOCK_SIZES`, none the notebook's; LayerNorm
+    gains and biases not 1 and 0) and streams. Recognises: a call of the finished block, the pair
+    from ``block.attention`` used without unpacking, an inverted mask (PyTorch's True = blocked), a
+    mask of the notebook's length, post-norm, a missing residual on either sub-layer, the parallel
+    block, missing or swapped or shared LayerNorms, attention without the causal mask or with an
+    anti-causal one, a result of another dtype, and a function right for one size only.
     """
     question = "block"
     for trial, sizes in enumerate(BLOCK_SIZES):
@@ -245,9 +249,11 @@ def _check_block_once(question: str, function: Any, sizes: tuple[int, int, int, 
 def check_rms_norm_function(function: Any) -> Verdict:
     """Question "RMSNorm": ``function(z, gain) -> z / sqrt(mean(z**2) + eps) * gain`` over the last axis.
 
-    Tried with ``eps = 1e-5`` on inputs whose mean is far from 0. Recognises: LayerNorm (the mean
-    subtracted), no square root, the wrong axis, no gain, a bias-like addition of ``gain``, and
-    dividing by the standard deviation.
+    Tried with ``eps = 1e-5`` on inputs whose mean is far from 0: ``(3, 4, 6)`` float64, then
+    ``(5, 10)`` float32 (the result must keep the dtype). Recognises: a fixed width ``D``, LayerNorm
+    (the mean subtracted), a sum of squares instead of their mean, no square root, the wrong axis,
+    one mean over the whole array, no gain, a bias-like addition of ``gain``, and dividing by the
+    standard deviation.
     """
     question = "RMSNorm"
     rng = np.random.default_rng(5)
@@ -279,7 +285,15 @@ def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats) -> Verdict
     if same(got, z / rms * gain):
         return None
     square_mean = (z**2).mean(axis=-1, keepdims=True)
+    D = z.shape[-1]
+    fixed_widths = [  # the sum of squares divided by a width that is not this z's: a hard-coded D
+        (lambda k=k: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) / k + eps) * gain,
+         f"you divided the sum of squares by {k}, a fixed width, and this z has D = {D}: take the mean over the last "
+         "axis (or divide by z.shape[-1]) so that it fits every D")
+        for k in (6, 8, 10, 32) if k != D
+    ]
     mistake = first_match(got, [
+        *fixed_widths,
         (lambda: layer_norm(z, gain),
          "you subtracted the mean: that is LayerNorm; RMSNorm divides by the root mean square and never centres"),
         (lambda: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + eps) * gain,
@@ -359,8 +373,11 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
     """Question "double ablation": the mean repeated-half loss (positions ``L .. 2L-2``) with every
     head in ``heads`` zeroed at once, on ``tokens (B, 2L)``.
 
-    Recognises: only one of the heads zeroed, the single-head losses added, no head zeroed, the
-    first half's loss, and the mean over every position.
+    Accepts the loss rounded to `DOUBLE_ABLATION_DECIMALS` as the lesson prints it, and says when
+    only precision is wrong. Recognises: only one of the heads zeroed, the same heads zeroed in
+    another layer (layer 0), the single-head losses added, no head zeroed, the first half's loss,
+    the repeated half started at ``L - 1``, the mean over every position, a sum over the positions,
+    and ``ln V``.
     """
     question = "double ablation"
     if not (isinstance(heads, list) and len(heads) >= 2):

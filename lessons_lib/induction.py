@@ -314,7 +314,7 @@ def weight_composition_scores(model: InductionModel) -> dict[str, Array]:
     """
     check_instance("model", model, InductionModel, "an induction.InductionModel")
     if model.config.layers != 2:
-        raise ValueError(f"weight_composition_scores reads a two-layer model, this one has {model.config.layers}")
+        raise ValueError(f"weight_composition_scores reads a two-layer model, this one has {model.config.layers} layer(s)")
 
     def circuits(layer: MultiHead) -> tuple[list[Array], list[Array]]:
         d = layer.head_width
@@ -420,7 +420,7 @@ def unseen_token_loss(vocab: int, half: int) -> Array:
 def even_spread_weights(T: int) -> Array:
     """``(1, 1, T, T)`` causal weights of a head that spreads evenly: query ``t`` gives ``1 / (t + 1)``
     to each of keys ``0 .. t``. Its scores are the baselines a head's scores are compared with."""
-    T = check_int("T", T, symbol="T")
+    T = check_int("T", T)
     allowed = causal_mask(T)
     weights: Array = (allowed / allowed.sum(axis=-1, keepdims=True))[None, None]
     return weights

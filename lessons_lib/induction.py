@@ -48,9 +48,9 @@ from lessons_lib.validation import (
 __all__ = [
     "DATA_PATH",
     "EVAL_SEED",
+    "ONE_LAYER_PATH",
     "InductionConfig",
     "InductionModel",
-    "ONE_LAYER_PATH",
     "ablation_losses",
     "composition_scores",
     "even_spread_weights",
@@ -314,13 +314,14 @@ def weight_composition_scores(model: InductionModel) -> dict[str, Array]:
     """
     check_instance("model", model, InductionModel, "an induction.InductionModel")
     if model.config.layers != 2:
-        raise ValueError(f"weight_composition_scores reads a two-layer model, this one has {model.config.layers} layer(s)")
+        layers = model.config.layers
+        raise ValueError(f"weight_composition_scores reads a two-layer model, this one has {layers} layer(s)")
 
     def circuits(layer: MultiHead) -> tuple[list[Array], list[Array]]:
         d = layer.head_width
         cols = [slice(i * d, (i + 1) * d) for i in range(layer.heads)]
-        qk = [layer.wq[:, c] @ layer.wk[:, c].T for c in cols]  # (D, D) each
-        ov = [layer.wv[:, c] @ layer.wo[c, :] for c in cols]
+        qk: list[Array] = [layer.wq[:, c] @ layer.wk[:, c].T for c in cols]  # (D, D) each
+        ov: list[Array] = [layer.wv[:, c] @ layer.wo[c, :] for c in cols]
         return qk, ov
 
     _, ov_first = circuits(model.layers[0])
@@ -524,11 +525,13 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     )
     hidden = path_ablation_scores(model, tokens[:, :-1])  # the first-layer head hidden from keys or queries only
     both = repeat_prediction_stats(model, tokens, induction_heads)
+    both_loss = loss_per_position(model, tokens, induction_heads)[c.half :].mean()
+    by_weights = weight_composition_scores(model)
     return figures | {
         "last_layer_induction_score_with_first_layer_head_ablated": rounded(composed),
         "last_layer_induction_score_with_first_layer_head_hidden_from_keys": rounded(hidden["keys"]),
         "last_layer_induction_score_with_first_layer_head_hidden_from_queries": rounded(hidden["queries"]),
-        **{f"weight_composition_scores_{name}": rounded(table) for name, table in weight_composition_scores(model).items()},
-        "induction_heads_zeroed_repeated_half_loss": rounded(loss_per_position(model, tokens, induction_heads)[c.half :].mean()),
+        **{f"weight_composition_scores_{name}": rounded(table) for name, table in by_weights.items()},
+        "induction_heads_zeroed_repeated_half_loss": rounded(both_loss),
         **{f"induction_heads_zeroed_{name}": rounded(value) for name, value in both.items()},
     }

@@ -44,9 +44,9 @@ def test_head_maps_label_positions_and_tokens_and_draw_the_guides() -> None:
 def test_loss_curve_draws_the_best_possible_loss() -> None:
     loss, best = np.full(7, 3.0), np.log(10 - np.arange(3) - 1.0)
     fig = induction_maps.plot_loss_per_position(loss, 4, np.log(10), best=best)
-    curve = [line for line in fig.axes[0].lines if line.get_label().startswith("best possible")]
+    curve = [line for line in fig.axes[0].lines if str(line.get_label()).startswith("best possible")]
     assert len(curve) == 1
-    np.testing.assert_allclose(curve[0].get_ydata(), best)
+    np.testing.assert_allclose(np.asarray(curve[0].get_ydata(), dtype=float), best)
     plt.close(fig)
     with pytest.raises(ValueError, match="best must have 1 axis"):
         induction_maps.plot_loss_per_position(loss, 4, np.log(10), best=best[None])

@@ -55,7 +55,7 @@ def test_a_short_retraining_repeats_the_shipped_runs_first_steps(name: str) -> N
     shipped, recorded = induction.load_induction_model(path).config, figures(path)
     assert recorded["config"] == {**shipped.__dict__}, "the figures file and the weights disagree on the config"
     default = induction.InductionConfig()
-    assert shipped == induction.InductionConfig(**{**default.__dict__, "layers": shipped.layers})  # only `layers` varies
+    assert shipped == induction.InductionConfig(**{**default.__dict__, "layers": shipped.layers})  # only layers vary
     curve = recorded["first_losses"]
     assert len(curve) == script.CURVE_STEPS
     short = induction.InductionConfig(**{**shipped.__dict__, "steps": script.CURVE_STEPS})
@@ -78,7 +78,8 @@ INDUCTION_HEADS = [(1, 2), (1, 3)]
 def test_first_half_baselines() -> None:
     """Issue 20 items 2 and 10: the best possible first-half loss, and the model's loss per position."""
     best = induction.unseen_token_loss(C.vocab, C.half)  # tokens drawn without replacement: ln(V - t - 1)
-    assert best.shape == (C.half - 1,) and best[0] == pytest.approx(math.log(31)) and best[-1] == pytest.approx(math.log(21))
+    assert best.shape == (C.half - 1,)
+    assert best[0] == pytest.approx(math.log(31)) and best[-1] == pytest.approx(math.log(21))
     assert round(float(best.mean()), 2) == 3.25 < round(LN_V, 2) == 3.47
     loss = induction.loss_per_position(MODEL, TOKENS)
     assert round(float(loss[: C.half - 1].mean()), 2) == 3.60  # positions 0 .. 10: worse than a uniform guess

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from lessons_lib import induction
 from lessons_lib.block_numpy import Block, layer_norm
+from lessons_lib.checks import Verdict
 from lessons_lib.checks.heads_at_work import (
     check_block_function,
     check_double_ablation,
@@ -168,9 +169,10 @@ def _right_induction(weights: Floats, L: int) -> Floats:
 
 INDUCTION = "09 YT3 induction score"
 INDUCTION_ROWS: list[tuple[str, Callable[[Floats, int], Any], str, bool]] = [
-    ("calls induction.induction_score", lambda w, L: induction.induction_score(w, L), "calls the library's induction_score",
+    ("calls induction.induction_score", lambda w, L: induction.induction_score(w, L),
+     "calls the library's induction_score", True),
+    ("the earlier copy itself (t - L)", _pick(lambda L: L, lambda t, L: t - L), "earlier copy of the token itself",
      True),
-    ("the earlier copy itself (t - L)", _pick(lambda L: L, lambda t, L: t - L), "earlier copy of the token itself", True),
     ("the previous token (t - 1)", _pick(lambda L: L, lambda t, L: t - 1), "previous token (t - 1)", True),
     ("queries from L - 1", _pick(lambda L: L - 1, lambda t, L: t - L + 1), "start at t = L", True),
     ("a sum instead of a mean", _pick(lambda L: L, lambda t, L: t - L + 1, total=True), "you summed", True),
@@ -219,13 +221,17 @@ DOUBLE_ROWS: list[tuple[str, Callable[[], Any], str, bool]] = [
 ]
 
 
+def _checked(checker: Callable[[Any], Verdict], function: Any) -> Callable[[], Verdict]:
+    return lambda: checker(function)
+
+
 MISTAKES: list[Mistake] = [
-    *[Mistake(BLOCK, text, (lambda f=f: check_block_function(f)), words, named) for text, f, words, named in BLOCK_ROWS],
-    *[Mistake(RMS, text, (lambda f=f: check_rms_norm_function(f)), words, named) for text, f, words, named in RMS_ROWS],
-    *[Mistake(INDUCTION, text, (lambda f=f: check_induction_function(f)), words, named)
+    *[Mistake(BLOCK, text, _checked(check_block_function, f), words, named) for text, f, words, named in BLOCK_ROWS],
+    *[Mistake(RMS, text, _checked(check_rms_norm_function, f), words, named) for text, f, words, named in RMS_ROWS],
+    *[Mistake(INDUCTION, text, _checked(check_induction_function, f), words, named)
       for text, f, words, named in INDUCTION_ROWS],
     *[Mistake(DOUBLE, text, _double(answer), words, named) for text, answer, words, named in DOUBLE_ROWS],
-    Mistake(DOUBLE, "4.0 on the lesson's batch", _double(lambda: 4.0, TOKENS), "more than rounding to 2 decimals", True),
+    Mistake(DOUBLE, "4.0 on the lesson's batch", _double(lambda: 4.0, TOKENS), "more than rounding to 2 decimals"),
 ]
 
 RIGHT: list[RightAnswer] = [

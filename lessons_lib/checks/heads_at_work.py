@@ -57,7 +57,7 @@ class _Pair(tuple):  # type: ignore[type-arg]
         type(self).misused = True
         raise TypeError(NOT_UNPACKED)
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __array__ = _refuse  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __array__ = _refuse
 
 
 class _WatchedAttention:
@@ -269,8 +269,8 @@ def check_rms_norm_function(function: Any) -> Verdict:
             verdict = same_kind(question, result, z)
         if verdict is not None:
             if trial == 1:
-                return failed(question, f"right for z of shape (3, 4, 6), not for z of shape {shape} ({dtype.__name__}): "
-                                        f"{verdict.message}")
+                other = f"not for z of shape {shape} ({dtype.__name__})"
+                return failed(question, f"right for z of shape (3, 4, 6), {other}: {verdict.message}")
             return verdict
     return passed(question, "z / sqrt(mean(z**2) + eps) * gain: no mean subtracted, no bias")
 
@@ -400,8 +400,8 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
     for layer in other_layers:  # the same head numbers in another layer: usually layer 0 for layer 1
         moved = [(layer, head) for _, head in heads]
         candidates.append((lambda moved=moved: float(loss_per_position(model, tokens, ablate=moved)[L:].mean()),
-                           f"you zeroed heads {[head for _, head in moved]} of layer {layer}; the heads asked for are in "
-                           f"layer {heads[0][0]} (layers are numbered from 0: layer 0 is the first)"))
+                           f"you zeroed heads {[head for _, head in moved]} of layer {layer}; the heads asked for are "
+                           f"in layer {heads[0][0]} (layers are numbered from 0: layer 0 is the first)"))
     candidates += [
         (sum(singles), "you added the single-head losses; zero the heads together and measure once"),
         (float(intact[L:].mean()), "that is the loss with no head zeroed: pass the heads in ablate=[...]"),

@@ -56,7 +56,8 @@ def plot_loss_per_position(
         _check_axes("best", best, "(positions,)")
     fig, ax = plt.subplots(figsize=(7.5, 3.0), layout="constrained")
     positions = np.arange(len(loss))
-    ax.axvspan(-0.5, half - 0.5, color="#eeeeee", label=f"first half: positions 0 .. {half - 1}")
+    ax.axvspan(-0.5, half - 0.5, color="#eeeeee",
+               label=f"first half: positions 0 .. {half - 1} ({half - 1} predicts the repeat's first token)")
     ax.plot(positions, loss, "o-", color="C0", label="model (mean over the batch)")
     ax.axhline(uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln V = {uniform:.2f}")
     if best is not None:
@@ -121,10 +122,14 @@ def plot_head_maps(
         ax.set_xlabel("key position s", fontsize=8)
     add_colorbar(image, axes[0, -1], WEIGHT_LABEL, gap=0.01, width=0.012)
     width = max(2, *(len(label) for label in labels)) + 1
-    rows = ["position " + "".join(f"{t:>{width}}" for t in range(T)), "token    " + "".join(f"{x:>{width}}" for x in labels)]
+    rows = [
+        "position " + "".join(f"{t:>{width}}" for t in range(T)),
+        "token    " + "".join(f"{x:>{width}}" for x in labels),
+    ]
     fig.text(0.5, 0.035, "\n".join(rows), ha="center", va="bottom", family="monospace", fontsize=7.5)
     guides = "; white dots: s = t - 1, orange dashes: s = t - L + 1" if half is not None else ""
-    fig.suptitle(title or f"attention of every head (rows: queries; prev / ind: the head's scores{guides})", fontsize=10)
+    default = f"attention of every head (rows: queries; prev / ind: the head's scores{guides})"
+    fig.suptitle(title or default, fontsize=10)
     return fig
 
 

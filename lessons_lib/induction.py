@@ -362,8 +362,9 @@ def loss_per_position(model: InductionModel, tokens: Tokens, ablate: Iterable[tu
     """Mean cross-entropy at each position ``t``: ``-log p(token t+1 | tokens 0..t)``, shape ``(T - 1,)``.
 
     ``tokens (B, T)`` are whole sequences (e.g. ``(B, 2L)`` from `repeated_tokens`); the model reads
-    ``tokens[:, :-1]``. For repeated sequences, positions ``0 .. L-1`` are the first half
-    (unpredictable, about ``ln V``) and ``L .. 2L-2`` the repeated half.
+    ``tokens[:, :-1]``. For repeated sequences, positions ``0 .. L-2`` predict first-half tokens
+    (unpredictable: at best ``ln(V - t - 1)``, see `unseen_token_loss`), position ``L - 1`` the
+    repeat's first token, and ``L .. 2L-2`` the rest of the repeat.
     """
     _check_tokens(model, tokens, model.config.context + 1)
     if tokens.shape[1] < 2:

@@ -7,7 +7,8 @@
 
 The task: each sequence is ``L`` random distinct tokens followed by the same ``L`` tokens again
 (`lessons_lib.induction.repeated_tokens`). The model predicts the next token at every position. The
-first half is unpredictable (loss about ``ln V``); the second half is predictable only by looking
+first half is unpredictable (at best ``ln(V - t - 1)`` at position ``t``: the next token is one not seen
+yet); the second half is predictable only by looking
 back at what followed the earlier copy of the current token, which is what an induction head does.
 Training batches repeat runs of ``shortest .. L`` tokens (then random filler), so the copy's offset
 varies: with a fixed ``L`` a single first-layer head learns to attend ``L - 1`` positions back by

@@ -48,25 +48,33 @@ from lessons_lib.validation import (
 __all__ = [
     "DATA_PATH",
     "EVAL_SEED",
+    "ONE_LAYER_PATH",
     "InductionConfig",
     "InductionModel",
     "ablation_losses",
     "composition_scores",
+    "even_spread_weights",
     "head_writes",
     "induction_score",
     "induction_targets",
     "load_induction_model",
     "loss_per_position",
     "measure",
+    "path_ablation_scores",
     "previous_token_score",
+    "repeat_bets",
+    "repeat_prediction_stats",
     "repeated_tokens",
     "run",
     "save_weights",
+    "unseen_token_loss",
+    "weight_composition_scores",
 ]
 
 Array = NDArray[np.floating[Any]]
 Tokens = NDArray[np.int64]
 DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
+ONE_LAYER_PATH = DATA_PATH.with_name("induction_one_layer.npz")  # the same training, one layer of heads
 EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
 CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
 
@@ -252,7 +260,7 @@ def run(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]]
     return x @ model.unembedding, weights  # (B, T, D) @ (D, V) -> (B, T, V)
 
 
-def composition_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
+def path_ablation_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
     """The last layer's induction scores when one first-layer head's write is hidden from one side.
 
     For each first-layer head ``j``, its write is removed from the stream that the last layer's
@@ -261,12 +269,15 @@ def composition_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array
     (the hidden head), column ``i`` (the last layer's head). ``tokens (B, 2L - 1)`` as in `run`
     reads them, repeated sequences (`repeated_tokens` without its last token).
 
-    K-composition, measured: an induction head whose score collapses when the previous-token
-    head is hidden from its keys, and not from its queries, finds its target through the keys.
+    K-composition, measured on activations: an induction head whose score collapses when the
+    previous-token head is hidden from its keys, and not from its queries, finds its target through
+    the keys. This is a path ablation on data; Elhage et al. (2021) call "composition scores" a
+    property of the weights alone, computed by `weight_composition_scores`. (`composition_scores`
+    is the old name of this function and still works.)
     """
     _check_tokens(model, tokens, model.config.context)
     if model.config.layers != 2:
-        raise ValueError(f"composition_scores reads a two-layer model, this one has {model.config.layers} layers")
+        raise ValueError(f"path_ablation_scores reads a two-layer model, this one has {model.config.layers} layers")
     L, T = model.config.half, tokens.shape[1]
     if T <= L:
         raise ValueError(f"tokens must reach into the repeated half: T > L={L}, got T={T}")
@@ -285,6 +296,47 @@ def composition_scores(model: InductionModel, tokens: Tokens) -> dict[str, Array
         "keys": np.stack([scores(x1, x1 - writes[:, j]) for j in range(first.heads)]),
         "queries": np.stack([scores(x1 - writes[:, j], x1) for j in range(first.heads)]),
     }
+
+
+composition_scores = path_ablation_scores  # the old name, kept so that older notebooks still run
+
+
+def weight_composition_scores(model: InductionModel) -> dict[str, Array]:
+    """Elhage et al. (2021)'s composition scores of a two-layer model: from the weights alone, no data.
+
+    With row vectors (``y = x @ w``), head ``i`` of a layer has the ``(D, D)`` matrices
+    ``QK_i = Wq_i @ Wk_i.T`` (the score is ``x_query @ QK_i @ x_key.T``) and ``OV_i = Wv_i @ Wo_i``
+    (its write is ``weights @ x @ OV_i``). A first-layer head ``j`` composes with a last-layer head
+    ``i`` through its keys when ``QK_i @ OV_j.T`` is large, through its queries when
+    ``OV_j @ QK_i`` is, through its values when ``OV_j @ OV_i`` is; each score is that product's
+    Frobenius norm divided by the two factors' norms (a number in ``[0, 1]``). Entries ``(h, h)``:
+    row ``j`` (first layer), column ``i`` (last layer), under ``"keys"``, ``"queries"``, ``"values"``.
+    """
+    check_instance("model", model, InductionModel, "an induction.InductionModel")
+    if model.config.layers != 2:
+        layers = model.config.layers
+        raise ValueError(f"weight_composition_scores reads a two-layer model, this one has {layers} layer(s)")
+
+    def circuits(layer: MultiHead) -> tuple[list[Array], list[Array]]:
+        d = layer.head_width
+        cols = [slice(i * d, (i + 1) * d) for i in range(layer.heads)]
+        qk: list[Array] = [layer.wq[:, c] @ layer.wk[:, c].T for c in cols]  # (D, D) each
+        ov: list[Array] = [layer.wv[:, c] @ layer.wo[c, :] for c in cols]
+        return qk, ov
+
+    _, ov_first = circuits(model.layers[0])
+    qk_last, ov_last = circuits(model.layers[-1])
+
+    def ratio(product: Array, a: Array, b: Array) -> float:
+        return float(np.linalg.norm(product) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    h = model.config.heads
+    table = {
+        "keys": [[ratio(qk_last[i] @ ov_first[j].T, qk_last[i], ov_first[j]) for i in range(h)] for j in range(h)],
+        "queries": [[ratio(ov_first[j] @ qk_last[i], qk_last[i], ov_first[j]) for i in range(h)] for j in range(h)],
+        "values": [[ratio(ov_first[j] @ ov_last[i], ov_last[i], ov_first[j]) for i in range(h)] for j in range(h)],
+    }
+    return {name: np.array(rows) for name, rows in table.items()}
 
 
 def induction_targets(tokens: Any) -> NDArray[np.int64]:
@@ -310,8 +362,9 @@ def loss_per_position(model: InductionModel, tokens: Tokens, ablate: Iterable[tu
     """Mean cross-entropy at each position ``t``: ``-log p(token t+1 | tokens 0..t)``, shape ``(T - 1,)``.
 
     ``tokens (B, T)`` are whole sequences (e.g. ``(B, 2L)`` from `repeated_tokens`); the model reads
-    ``tokens[:, :-1]``. For repeated sequences, positions ``0 .. L-1`` are the first half
-    (unpredictable, about ``ln V``) and ``L .. 2L-2`` the repeated half.
+    ``tokens[:, :-1]``. For repeated sequences, positions ``0 .. L-2`` predict first-half tokens
+    (unpredictable: at best ``ln(V - t - 1)``, see `unseen_token_loss`), position ``L - 1`` the
+    repeat's first token, and ``L .. 2L-2`` the rest of the repeat.
     """
     _check_tokens(model, tokens, model.config.context + 1)
     if tokens.shape[1] < 2:
@@ -355,6 +408,70 @@ def induction_score(weights: Array, half: int) -> Array:
     return score
 
 
+def unseen_token_loss(vocab: int, half: int) -> Array:
+    """``(L - 1,)``: the best possible loss at positions ``t = 0 .. L-2`` of a first half.
+
+    `repeated_tokens` draws the ``L`` tokens without replacement, so after ``t + 1`` of them the next
+    is one of the ``V - t - 1`` not seen yet, each as likely: the best loss is ``ln(V - t - 1)``.
+    """
+    vocab, half = check_int("vocab", vocab, symbol="V"), check_int("half", half, high=vocab, symbol="L")
+    loss: Array = np.log(vocab - np.arange(half - 1) - 1.0)
+    return loss
+
+
+def even_spread_weights(T: int) -> Array:
+    """``(1, 1, T, T)`` causal weights of a head that spreads evenly: query ``t`` gives ``1 / (t + 1)``
+    to each of keys ``0 .. t``. Its scores are the baselines a head's scores are compared with."""
+    T = check_int("T", T)
+    allowed = causal_mask(T)
+    weights: Array = (allowed / allowed.sum(axis=-1, keepdims=True))[None, None]
+    return weights
+
+
+def repeat_bets(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
+    """Where the model puts its next-token probability at each position of ``tokens (B, T)`` (it reads
+    all of them): means over the batch, ``(T,)`` each, of the probability of the sequence's first
+    token (``"first_token"``: a bet that a repeat starts) and of every token among ``0 .. t`` already
+    seen (``"seen"``; in a first half of distinct tokens none of them can come next)."""
+    logits, _ = run(model, tokens)
+    p = softmax(logits, axis=-1)  # (B, T, V)
+    T = tokens.shape[1]
+    seen = np.zeros(p.shape, dtype=bool)
+    for t in range(T):
+        np.put_along_axis(seen[:, t], tokens[:, : t + 1], True, axis=-1)
+    first = np.broadcast_to(tokens[:, :1, None], (*tokens.shape, 1))
+    return {
+        "first_token": np.take_along_axis(p, first, axis=-1)[..., 0].mean(axis=0),
+        "seen": np.where(seen, p, 0.0).sum(axis=-1).mean(axis=0),
+    }
+
+
+def repeat_prediction_stats(
+    model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]] = ()
+) -> dict[str, float]:
+    """How the model predicts the repeated half of ``tokens (B, 2L)`` (positions ``L .. 2L-2``), with the
+    heads in ``ablate`` zeroed: means over the batch and those positions of the top token's probability
+    (``"top_probability"``), the entropy of the prediction in nats (``"entropy"``, at most ``ln V``),
+    the probability of the right next token (``"p_right"``) and of all the first half's tokens, among
+    which the right one always is (``"p_first_half"``; a uniform guess gives them ``L / V``)."""
+    _check_tokens(model, tokens, model.config.context + 1)
+    L = model.config.half
+    if tokens.shape[1] <= L + 1:
+        raise ValueError(f"tokens must reach into the repeated half: T > L + 1 = {L + 1}, got T={tokens.shape[1]}")
+    logits, _ = run(model, tokens[:, :-1], ablate)
+    p = softmax(logits, axis=-1)[:, L:]  # (B, T - 1 - L, V): the repeated half's predictions
+    right = np.take_along_axis(p, tokens[:, L + 1 :, None], axis=-1)[..., 0]
+    entropy = -(p * np.log(np.maximum(p, 1e-300))).sum(axis=-1)
+    first_half = np.zeros(p.shape[0::2], dtype=bool)  # (B, V): the tokens of each sequence's first half
+    np.put_along_axis(first_half, tokens[:, :L], True, axis=-1)
+    return {
+        "top_probability": float(p.max(axis=-1).mean()),
+        "entropy": float(entropy.mean()),
+        "p_right": float(right.mean()),
+        "p_first_half": float(np.where(first_half[:, None], p, 0.0).sum(axis=-1).mean()),
+    }
+
+
 def ablation_losses(model: InductionModel, tokens: Tokens) -> Array:
     """``(layers, h)``: the mean repeated-half loss (positions ``L .. 2L-2``) with each head zeroed alone."""
     L = model.config.half
@@ -376,27 +493,46 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     prev_first = np.stack([previous_token_score(w, c.half) for w in weights])  # queries 1 .. L-1 only
     ind = np.stack([induction_score(w, c.half) for w in weights])
     prev_head, ind_head = int(prev_first[0].argmax()), int(ind[-1].argmax())
-    # Composition: the last layer's induction scores with each first-layer head zeroed in turn.
-    composed = np.stack(
-        [induction_score(run(model, tokens[:, :-1], ablate=[(0, j)])[1][-1], c.half) for j in range(c.heads)]
-    )
-    hidden = composition_scores(model, tokens[:, :-1])  # the first-layer head hidden from keys or queries only
+    induction_heads = [(c.layers - 1, int(j)) for j in np.flatnonzero(ind[-1] > 0.7)]
+    bets = repeat_bets(model, tokens[:, :-1])
+    spread = even_spread_weights(c.context)
 
     def rounded(a: Any) -> Any:
         return np.round(np.asarray(a, dtype=float), 4).tolist()
 
-    return {
+    figures = {
         "loss_per_position": rounded(loss),
-        "first_half_loss": rounded(loss[: c.half].mean()),
+        "first_half_loss": rounded(loss[: c.half - 1].mean()),  # positions 0 .. L-2: the next token is new
+        "position_L-1_loss": rounded(loss[c.half - 1]),  # predicts the first token of the repeat
         "repeated_half_loss": rounded(loss[c.half :].mean()),
         "uniform_loss": rounded(np.log(c.vocab)),
+        "best_first_half_loss": rounded(unseen_token_loss(c.vocab, c.half).mean()),
+        "first_token_probability": rounded(bets["first_token"][: c.half]),
+        "seen_token_probability": rounded(bets["seen"][: c.half]),
+        "even_spread_previous_token_score": rounded(previous_token_score(spread, c.half)[0]),
+        "even_spread_induction_score": rounded(induction_score(spread, c.half)[0]),
         "previous_token_score": rounded(prev),
         "previous_token_score_first_half": rounded(prev_first),
         "induction_score": rounded(ind),
         "previous_token_head": [0, prev_head],
         "induction_head": [c.layers - 1, ind_head],
         "ablation_repeated_half_loss": rounded(ablation_losses(model, tokens)),
+    }
+    if c.layers != 2:  # the composition figures read a first and a last layer
+        return figures
+    # Composition: the last layer's induction scores with each first-layer head zeroed in turn.
+    composed = np.stack(
+        [induction_score(run(model, tokens[:, :-1], ablate=[(0, j)])[1][-1], c.half) for j in range(c.heads)]
+    )
+    hidden = path_ablation_scores(model, tokens[:, :-1])  # the first-layer head hidden from keys or queries only
+    both = repeat_prediction_stats(model, tokens, induction_heads)
+    both_loss = loss_per_position(model, tokens, induction_heads)[c.half :].mean()
+    by_weights = weight_composition_scores(model)
+    return figures | {
         "last_layer_induction_score_with_first_layer_head_ablated": rounded(composed),
         "last_layer_induction_score_with_first_layer_head_hidden_from_keys": rounded(hidden["keys"]),
         "last_layer_induction_score_with_first_layer_head_hidden_from_queries": rounded(hidden["queries"]),
+        **{f"weight_composition_scores_{name}": rounded(table) for name, table in by_weights.items()},
+        "induction_heads_zeroed_repeated_half_loss": rounded(both_loss),
+        **{f"induction_heads_zeroed_{name}": rounded(value) for name, value in both.items()},
     }

@@ -98,6 +98,30 @@ def one_norm(x: Floats, block: Block) -> Floats:
     return x + block.ffn(_ln1(x, block))
 
 
+def inverted_mask(x: Floats, block: Block) -> Floats:
+    x = x + block.attention(_ln1(x, block), allowed=~causal_mask(x.shape[1]))[0]
+    return x + block.ffn(_ln2(x, block))
+
+
+def anti_causal(x: Floats, block: Block) -> Floats:
+    x = x + block.attention(_ln1(x, block), allowed=causal_mask(x.shape[1]).T)[0]
+    return x + block.ffn(_ln2(x, block))
+
+
+def tuple_not_unpacked(x: Floats, block: Block) -> Floats:
+    x = x + block.attention(_ln1(x, block), allowed=causal_mask(x.shape[1]))
+    return x + block.ffn(_ln2(x, block))
+
+
+def notebook_length(x: Floats, block: Block) -> Floats:
+    x = x + block.attention(_ln1(x, block), allowed=causal_mask(5))[0]  # the notebook's T = 5
+    return x + block.ffn(_ln2(x, block))
+
+
+def first_sizes_only(x: Floats, block: Block) -> Floats:
+    return right_block(x, block) if x.shape[-1] == 12 else x
+
+
 def test_block_blank_and_right() -> None:
     def blank(x: Floats, block: Block) -> Any: ...
 
@@ -115,6 +139,12 @@ BLOCK_MISTAKES: list[tuple[Callable[[Floats, Block], Any], str]] = [
     (not_causal, "not causal"),
     (norms_swapped, "swapped them"),
     (one_norm, "both sub-layers used LayerNorm 1"),
+    (inverted_mask, "your mask is inverted"),
+    (anti_causal, "upper triangle"),
+    (tuple_not_unpacked, "returns a pair (output, weights): unpack it"),
+    (notebook_length, "build it from x.shape[1]"),
+    (first_sizes_only, "right for the first sizes, not with others"),
+    (lambda x, block: right_block(x.astype(np.float32), block).astype(np.float32), "returned float32"),
     (lambda x, block: (right_block(x, block), None), "return only the stream"),
     (lambda x, block: right_block(x, block)[:, :-1], "keeps the stream's shape"),
     (lambda x, block: 2 * x, "not the pre-norm block"),
@@ -148,6 +178,11 @@ RMS_MISTAKES: list[tuple[Callable[[Floats, Floats], Any], str]] = [
     (lambda z, g: layer_norm(z, g), "that is LayerNorm"),
     (lambda z, g: z / ((z**2).mean(axis=-1, keepdims=True) + 1e-5) * g, "take its square root"),
     (lambda z, g: z / np.sqrt((z**2).mean(axis=0, keepdims=True) + 1e-5) * g, "wrong axis"),
+    (lambda z, g: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + 1e-5) * g, "you summed the squares"),
+    (lambda z, g: z / np.sqrt((z**2).mean() + 1e-5) * g, "one mean over the whole array"),
+    (lambda z, g: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) / 6 + 1e-5) * g,
+     "not for z of shape (5, 10) (float32): you divided the sum of squares by 6, a fixed width"),
+    (lambda z, g: right_rms(z, g).astype(np.float64), "returned float64"),
     (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5), "gain is missing"),
     (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5) + g, "you added the gain"),
     (lambda z, g: z / np.sqrt(z.var(axis=-1, keepdims=True) + 1e-5) * g, "standard deviation"),
@@ -161,7 +196,8 @@ def test_rms_blank_and_right() -> None:
 
     assert_unanswered(check_rms_norm_function(blank), "RMSNorm")
     assert check_rms_norm_function(right_rms).ok
-    assert check_rms_norm_function(lambda z, g: right_rms(z.astype(np.float32), g.astype(np.float32))).ok
+    float32 = check_rms_norm_function(lambda z, g: right_rms(z.astype(np.float32), g.astype(np.float32)))
+    assert_not_yet(float32, "was given float64 numbers and returned float32", "RMSNorm")
 
 
 @pytest.mark.parametrize(("function", "phrase"), RMS_MISTAKES, ids=[p for _, p in RMS_MISTAKES])
@@ -221,7 +257,10 @@ def test_induction_blank_right_and_borrowed() -> None:
     assert_unanswered(check_induction_function(blank), "induction score")
     assert check_induction_function(right_induction).ok
     borrowed = check_induction_function(lambda w, L: induction.induction_score(w, L))
-    assert_not_yet(borrowed, "you called the finished induction_score", "induction score")
+    assert_not_yet(borrowed, "calls the library's induction_score", "induction score")
+    from lessons_lib.induction import induction_score as alias
+
+    assert_not_yet(check_induction_function(lambda w, L: alias(w, L)), "calls the library's", "induction score")
 
 
 @pytest.mark.parametrize(("function", "phrase"), INDUCTION_MISTAKES, ids=[p for _, p in INDUCTION_MISTAKES])
@@ -255,6 +294,9 @@ def test_double_ablation_blank_and_right() -> None:
     right = _repeated(induction.loss_per_position(MODEL, TOKENS, ablate=PAIRS))
     assert check_double_ablation(right, MODEL, TOKENS, PAIRS).ok
     assert check_double_ablation(np.float32(right), MODEL, TOKENS, PAIRS).ok
+    assert check_double_ablation(round(right, 2), MODEL, TOKENS, PAIRS).ok  # rounded as the lesson prints it
+    close = check_double_ablation(round(right, 2) + 0.02, MODEL, TOKENS, PAIRS)
+    assert_not_yet(close, "more than rounding to 2 decimals explains", "double ablation")
     with pytest.raises(ValueError, match="at least two"):
         check_double_ablation(right, MODEL, TOKENS, [(1, 0)])
 
@@ -271,6 +313,10 @@ def test_double_ablation_mistakes_and_no_answer_given_away() -> None:
         (_repeated(loss(MODEL, TOKENS)), "no head zeroed"),
         (float(both[:3].mean()), "that is the first half"),
         (float(both.mean()), "mean over every position"),
+        (_repeated(loss(MODEL, TOKENS, ablate=[(0, 0), (0, 1)])), "of layer 0; the heads asked for are in layer 1"),
+        (float(both[2:].mean()), "you started at position L - 1"),
+        (float(both[3:].sum()), "summed the losses over the positions"),
+        (float(np.log(7)), "that is ln V"),
         (123.0, "is not it"),
     ]
     verdicts = [check_double_ablation(value, MODEL, TOKENS, PAIRS) for value, _ in cases]

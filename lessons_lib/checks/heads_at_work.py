@@ -1,9 +1,10 @@
 """Quick check of the lesson "Heads at work" (checkers in ``lessons_lib.checks.heads_at_work``).
 
 Each checker recognises the usual wrong answers and says what went wrong, without giving the right
-answer away. Function exercises are tried on the checker's own inputs (a block with LayerNorm gains
-and biases that are not 1 and 0, attention weights with known entries), so a function that only
-fits the notebook's arrays is caught.
+answer away. Function exercises are tried on the checker's own inputs of two sizes that differ in
+every size a function could hard-code (blocks with LayerNorm gains and biases that are not 1 and 0,
+random causal attention weights), so a function that only fits the notebook's arrays is caught; a
+call of the library function an exercise asks for is refused with the shared `forbidden_call`.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` positions, ``D`` model width, ``L`` the length of the
 repeated run. NumPy only.
@@ -23,10 +24,14 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     number_answer,
     passed,
+    precision_problem,
+    rounded_match,
     same,
+    same_kind,
 )
 from lessons_lib.induction import InductionModel, induction_score, loss_per_position
 from lessons_lib.mha_numpy import causal_mask, softmax
@@ -36,11 +41,43 @@ __all__ = ["check_block_function", "check_double_ablation", "check_induction_fun
 
 Floats = NDArray[np.floating[Any]]
 BORROWED_BLOCK = "you called the finished block; write the two residual updates yourself from its pieces"
+DOUBLE_ABLATION_DECIMALS = 2  # the lesson prints this loss with 2 decimals
+NOT_UNPACKED = ("block.attention returns a pair (output, weights): unpack it, e.g. `attended, _ = "
+                "block.attention(z, allowed=...)`, and add only the output to the stream")
+
+
+class _Pair(tuple):  # type: ignore[type-arg]
+    """What the checker's attention returns: ``(output, weights)`` as usual, but using the pair itself
+    as an array (``x + block.attention(z, ...)``, without unpacking) is noted and refused by name."""
+
+    __array_ufunc__ = None  # NumPy hands ``x + pair`` back to ``pair.__radd__``
+    misused = False
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        type(self).misused = True
+        raise TypeError(NOT_UNPACKED)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __array__ = _refuse
+
+
+class _WatchedAttention:
+    """The block's attention layer, which notes the masks it is given and returns a `_Pair`."""
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+        self.masks: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.layer, name)
+
+    def __call__(self, query: Floats, context: Floats | None = None, allowed: Any = None) -> tuple[Floats, Floats]:
+        self.masks.append(allowed)
+        return _Pair(self.layer(query, context, allowed=allowed))
 
 
 class _WatchedBlock(Block):
     """A block that notes when it is called whole, so the checker can tell the learner's two
-    updates from a call of the finished block."""
+    updates from a call of the finished block, and whose attention notes how it is called."""
 
     called = False
 
@@ -49,13 +86,33 @@ class _WatchedBlock(Block):
         return super().__call__(x, causal)
 
 
-def _checker_block(seed: int = 4) -> tuple[_WatchedBlock, Floats]:
+BLOCK_SIZES = [(2, 6, 12, 3, 24), (3, 4, 16, 4, 20)]  # (B, T, D, h, F): none is the notebook's (2, 5, 8, 2, 32)
+
+
+def _checker_block(sizes: tuple[int, int, int, int, int], seed: int = 4) -> tuple[_WatchedBlock, Floats]:
     """A small block whose LayerNorms have gains and biases of their own, and an input stream."""
+    B, T, D, h, F = sizes
     rng = np.random.default_rng(seed)
-    block = _WatchedBlock(8, 2, 16, seed=seed)
-    block.norm1_gain, block.norm2_gain = 1 + 0.5 * rng.normal(size=8), 1 + 0.5 * rng.normal(size=8)
-    block.norm1_bias, block.norm2_bias = 0.3 * rng.normal(size=8), 0.3 * rng.normal(size=8)
-    return block, rng.normal(size=(2, 5, 8))
+    block = _WatchedBlock(D, h, F, seed=seed)
+    block.norm1_gain, block.norm2_gain = 1 + 0.5 * rng.normal(size=D), 1 + 0.5 * rng.normal(size=D)
+    block.norm1_bias, block.norm2_bias = 0.3 * rng.normal(size=D), 0.3 * rng.normal(size=D)
+    return block, rng.normal(size=(B, T, D))
+
+
+def _mask_mistake(masks: list[Any], T: int) -> str | None:
+    """A message when the learner gave the attention an inverted mask or one of another length."""
+    for mask in masks:
+        if mask is None:
+            continue
+        array = np.asarray(mask)
+        if array.ndim >= 2 and array.shape[-2:] != (T, T):
+            return (f"your mask is {array.shape[-2]} x {array.shape[-1]}, and this stream has T = {T} positions: "
+                    "build it from x.shape[1], not from the notebook's T")
+        if array.dtype == bool and array.ndim >= 2 and np.array_equal(array.reshape(-1, T, T)[0], ~causal_mask(T)):
+            return ("your mask is inverted: block.attention (the MultiHead of lessons 03-04) takes True = may attend, "
+                    "so pass mha_numpy.causal_mask(T) as it is; only PyTorch's src_mask and attn_mask use True = "
+                    "blocked (section 1, the comparison with nn.TransformerEncoderLayer)")
+    return None
 
 
 def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
@@ -93,6 +150,10 @@ def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
         x1 = x + attn(ln1(x), None)
         return x1 + block.ffn(ln2(x1))
 
+    def anti_causal() -> Floats:
+        x1 = x + attn(ln1(x), causal_mask(x.shape[1]).T)
+        return x1 + block.ffn(ln2(x1))
+
     def norms_swapped() -> Floats:
         x1 = x + attn(ln2(x))
         return x1 + block.ffn(ln1(x1))
@@ -108,6 +169,7 @@ def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
         "parallel": parallel,
         "no norms": no_norms,
         "not causal": not_causal,
+        "anti-causal": anti_causal,
         "norms swapped": norms_swapped,
         "one norm": one_norm,
     }
@@ -122,6 +184,8 @@ BLOCK_MISTAKES = {
                 "here it reads the stream after the attention update",
     "no norms": "no LayerNorm: each sub-layer reads a normalised copy of the stream",
     "not causal": "your attention is not causal: position t may read only positions 0 .. t (pass a causal mask)",
+    "anti-causal": "your mask lets each position read the later positions (the upper triangle): causal is the "
+                   "lower triangle, position t reads 0 .. t (mha_numpy.causal_mask)",
     "norms swapped": "LayerNorm 1 belongs to the attention sub-layer and LayerNorm 2 to the feed-forward; you "
                      "swapped them",
     "one norm": "both sub-layers used LayerNorm 1: the feed-forward has LayerNorm 2, with its own gain and bias",
@@ -131,17 +195,41 @@ BLOCK_MISTAKES = {
 def check_block_function(function: Any) -> Verdict:
     """Question "block": ``function(x, block) -> new stream (B, T, D)``, one causal pre-norm block.
 
-    Tried on the checker's own block (LayerNorm gains and biases not 1 and 0) and stream. Recognises:
-    a call of the finished block, post-norm, a missing residual on either sub-layer, the parallel
-    block, missing or swapped or shared LayerNorms, and attention without the causal mask.
+    Tried on two blocks of the checker's own (sizes `BLOCK_SIZES`, none the notebook's; LayerNorm
+    gains and biases not 1 and 0) and streams. Recognises: a call of the finished block, the pair
+    from ``block.attention`` used without unpacking, an inverted mask (PyTorch's True = blocked), a
+    mask of the notebook's length, post-norm, a missing residual on either sub-layer, the parallel
+    block, missing or swapped or shared LayerNorms, attention without the causal mask or with an
+    anti-causal one, a result of another dtype, and a function right for one size only.
     """
     question = "block"
-    block, x = _checker_block()
+    for trial, sizes in enumerate(BLOCK_SIZES):
+        verdict = _check_block_once(question, function, sizes)
+        if verdict is not None:
+            if trial == 1 and verdict.answered:
+                return failed(question, f"right for the first sizes, not with others (B, T, D, h, F = {sizes}): "
+                                        f"{verdict.message}")
+            return verdict
+    return passed(question, "x + MHA(LN1(x)), then x + FFN(LN2(x)): the pre-norm residual updates")
+
+
+def _check_block_once(question: str, function: Any, sizes: tuple[int, int, int, int, int]) -> Verdict | None:
+    """``None`` when the function is right on a block of these sizes, else what went wrong."""
+    block, x = _checker_block(sizes)
+    watched = _WatchedAttention(block.attention)
+    block.attention = watched  # type: ignore[assignment]
+    _Pair.misused = False
     result = function_answer(question, function, (x.copy(), block), "the body: return the new stream, shape (B, T, D)")
-    if isinstance(result, Verdict):
-        return result
+    block.attention = watched.layer
+    mask_mistake = _mask_mistake(watched.masks, x.shape[1])
+    if _Pair.misused:
+        return failed(question, NOT_UNPACKED)
     if block.called:
         return failed(question, BORROWED_BLOCK)
+    if mask_mistake is not None and (isinstance(result, Verdict) or not same(result, Block.__call__(block, x)[0])):
+        return failed(question, mask_mistake)
+    if isinstance(result, Verdict):
+        return result
     right = Block.__call__(block, x)[0]
     if isinstance(result, tuple) and len(result) == 2 and same(result[0], right):
         return failed(question, "right stream, but return only the stream, not a pair")
@@ -149,7 +237,7 @@ def check_block_function(function: Any) -> Verdict:
     if isinstance(got, Verdict):
         return got
     if same(got, right):
-        return passed(question, "x + MHA(LN1(x)), then x + FFN(LN2(x)): the pre-norm residual updates")
+        return same_kind(question, result, x)
     if got.shape != x.shape:
         return failed(question, f"the block keeps the stream's shape (B, T, D) = {x.shape}; yours is {got.shape}")
     routes = _block_routes(block, x)
@@ -161,31 +249,61 @@ def check_block_function(function: Any) -> Verdict:
 def check_rms_norm_function(function: Any) -> Verdict:
     """Question "RMSNorm": ``function(z, gain) -> z / sqrt(mean(z**2) + eps) * gain`` over the last axis.
 
-    Tried with ``eps = 1e-5`` on inputs whose mean is far from 0. Recognises: LayerNorm (the mean
-    subtracted), no square root, the wrong axis, no gain, a bias-like addition of ``gain``, and
-    dividing by the standard deviation.
+    Tried with ``eps = 1e-5`` on inputs whose mean is far from 0: ``(3, 4, 6)`` float64, then
+    ``(5, 10)`` float32 (the result must keep the dtype). Recognises: a fixed width ``D``, LayerNorm
+    (the mean subtracted), a sum of squares instead of their mean, no square root, the wrong axis,
+    one mean over the whole array, no gain, a bias-like addition of ``gain``, and dividing by the
+    standard deviation.
     """
     question = "RMSNorm"
     rng = np.random.default_rng(5)
-    z = rng.normal(loc=1.5, size=(3, 4, 6))  # far from zero mean: LayerNorm and RMSNorm differ
-    gain = 1 + 0.5 * rng.normal(size=6)
-    result = function_answer(question, function, (z.copy(), gain.copy()), "the body: return an array shaped like z")
-    if isinstance(result, Verdict):
-        return result
+    # Far from zero mean, where LayerNorm and RMSNorm differ; two ranks, two widths D, two dtypes.
+    for trial, (shape, dtype) in enumerate([(((3, 4, 6)), np.float64), ((5, 10), np.float32)]):
+        z = rng.normal(loc=1.5, size=shape).astype(dtype)
+        gain = (1 + 0.5 * rng.normal(size=shape[-1])).astype(dtype)
+        result = function_answer(question, function, (z.copy(), gain.copy()), "the body: return an array shaped like z")
+        if isinstance(result, Verdict):
+            return result
+        verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64))
+        if verdict is None:
+            verdict = same_kind(question, result, z)
+        if verdict is not None:
+            if trial == 1:
+                other = f"not for z of shape {shape} ({dtype.__name__})"
+                return failed(question, f"right for z of shape (3, 4, 6), {other}: {verdict.message}")
+            return verdict
+    return passed(question, "z / sqrt(mean(z**2) + eps) * gain: no mean subtracted, no bias")
+
+
+def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats) -> Verdict | None:
+    """``None`` when ``result`` is RMSNorm of ``z`` (float64 here), else what went wrong."""
     got = array_answer(question, result, "the normalised array")
     if isinstance(got, Verdict):
         return got
     eps = 1e-5
     rms = np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps)
     if same(got, z / rms * gain):
-        return passed(question, "z / sqrt(mean(z**2) + eps) * gain: no mean subtracted, no bias")
+        return None
     square_mean = (z**2).mean(axis=-1, keepdims=True)
+    D = z.shape[-1]
+    fixed_widths = [  # the sum of squares divided by a width that is not this z's: a hard-coded D
+        (lambda k=k: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) / k + eps) * gain,
+         f"you divided the sum of squares by {k}, a fixed width, and this z has D = {D}: take the mean over the last "
+         "axis (or divide by z.shape[-1]) so that it fits every D")
+        for k in (6, 8, 10, 32) if k != D
+    ]
     mistake = first_match(got, [
+        *fixed_widths,
         (lambda: layer_norm(z, gain),
          "you subtracted the mean: that is LayerNorm; RMSNorm divides by the root mean square and never centres"),
+        (lambda: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + eps) * gain,
+         "you summed the squares: RMSNorm takes their mean over the D features (divide the sum by D)"),
         (lambda: z / (square_mean + eps) * gain, "you divided by the mean square: take its square root"),
         (lambda: z / np.sqrt((z**2).mean(axis=0, keepdims=True) + eps) * gain,
          "the mean runs over the wrong axis: normalise each position's D features"),
+        (lambda: z / np.sqrt((z**2).mean() + eps) * gain,
+         "you took one mean over the whole array: normalise each position by the mean over its own D features "
+         "(axis=-1, keepdims=True)"),
         (lambda: z / rms, "the gain is missing: multiply by it after normalising"),
         (lambda: z / rms + gain, "you added the gain: it multiplies (RMSNorm has no bias)"),
         (lambda: z / np.sqrt(z.var(axis=-1, keepdims=True) + eps) * gain,
@@ -214,8 +332,9 @@ def check_induction_function(function: Any) -> Verdict:
     instead of a mean, and the batch or head axis averaged away.
     """
     question = "induction score"
-    if "induction_score" in getattr(getattr(function, "__code__", None), "co_names", ()):
-        return failed(question, "you called the finished induction_score; index the weights yourself")
+    borrowed = forbidden_call(question, function, "induction_score")
+    if borrowed is not None:
+        return borrowed
     rng = np.random.default_rng(6)
     for trial, (B, h, T, L) in enumerate([(3, 4, 9, 5), (2, 2, 7, 3)]):
         weights = _causal_weights(rng, B, h, T)
@@ -254,8 +373,11 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
     """Question "double ablation": the mean repeated-half loss (positions ``L .. 2L-2``) with every
     head in ``heads`` zeroed at once, on ``tokens (B, 2L)``.
 
-    Recognises: only one of the heads zeroed, the single-head losses added, no head zeroed, the
-    first half's loss, and the mean over every position.
+    Accepts the loss rounded to `DOUBLE_ABLATION_DECIMALS` as the lesson prints it, and says when
+    only precision is wrong. Recognises: only one of the heads zeroed, the same heads zeroed in
+    another layer (layer 0), the single-head losses added, no head zeroed, the first half's loss,
+    the repeated half started at ``L - 1``, the mean over every position, a sum over the positions,
+    and ``ln V``.
     """
     question = "double ablation"
     if not (isinstance(heads, list) and len(heads) >= 2):
@@ -266,17 +388,34 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
         return value
     both = loss_per_position(model, tokens, ablate=heads)
     right = float(both[L:].mean())
-    if same(value, right):
+    if rounded_match(value, right, DOUBLE_ABLATION_DECIMALS):
         return passed(question, f"{right:.3f} nats with {len(heads)} heads zeroed together")
     singles = [float(loss_per_position(model, tokens, ablate=[pair])[L:].mean()) for pair in heads]
     intact = loss_per_position(model, tokens)
-    candidates = [(single, f"that is the loss with only layer {pair[0]}, head {pair[1]} zeroed: zero them "
-                           f"together, in one ablate list") for single, pair in zip(singles, heads, strict=True)]
+    candidates: list[tuple[Any, str]] = [
+        (single, f"that is the loss with only layer {pair[0]}, head {pair[1]} zeroed: zero them together, in one "
+                 "ablate list") for single, pair in zip(singles, heads, strict=True)
+    ]
+    other_layers = sorted({layer for layer, _ in heads} ^ {0, model.config.layers - 1})
+    for layer in other_layers:  # the same head numbers in another layer: usually layer 0 for layer 1
+        moved = [(layer, head) for _, head in heads]
+        candidates.append((lambda moved=moved: float(loss_per_position(model, tokens, ablate=moved)[L:].mean()),
+                           f"you zeroed heads {[head for _, head in moved]} of layer {layer}; the heads asked for are "
+                           f"in layer {heads[0][0]} (layers are numbered from 0: layer 0 is the first)"))
     candidates += [
         (sum(singles), "you added the single-head losses; zero the heads together and measure once"),
         (float(intact[L:].mean()), "that is the loss with no head zeroed: pass the heads in ablate=[...]"),
         (float(both[:L].mean()), "that is the first half (positions 0 .. L-1); the repeated half is L .. 2L-2"),
+        (float(both[L - 1 :].mean()), "you started at position L - 1, which predicts the repeat's first token from "
+                                      "the first half: the repeated half is positions L .. 2L-2"),
         (float(both.mean()), "that is the mean over every position; take the repeated half, positions L .. 2L-2"),
+        (float(both[L:].sum()), "you summed the losses over the positions: take their mean"),
+        (float(np.log(model.config.vocab)), "that is ln V, the loss of a uniform guess: measure the loss instead"),
     ]
-    return failed(question, first_match(value, candidates) or f"{value} is not it: zero the heads in one run of "
-                                                              f"loss_per_position, then average positions L ..")
+    mistake = first_match(value, candidates)
+    if mistake is None:
+        close = precision_problem(question, value, right, DOUBLE_ABLATION_DECIMALS)
+        if close is not None:
+            return close
+    return failed(question, mistake or f"{value} is not it: zero the heads in one run of loss_per_position, then "
+                                       "average positions L ..")

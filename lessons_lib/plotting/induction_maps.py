@@ -43,17 +43,25 @@ def token_labels(tokens: Sequence[int] | NDArray[np.integer]) -> list[str]:
     return [str(int(token)) for token in tokens]
 
 
-def plot_loss_per_position(loss: Floats, half: int, uniform: float, title: str = "") -> Figure:
+def plot_loss_per_position(
+    loss: Floats, half: int, uniform: float, title: str = "", best: Floats | None = None
+) -> Figure:
     """``loss (2L - 1,)``: the mean next-token loss at each position, the two halves shaded.
 
-    ``half`` is ``L``; ``uniform`` (``ln V``, the loss of a uniform guess) is drawn dashed.
+    ``half`` is ``L``; ``uniform`` (``ln V``, the loss of a uniform guess) is drawn dashed; ``best``
+    (optional, ``(L - 1,)``), the best possible loss at positions ``0 .. L-2``, is drawn dotted.
     """
     _check_axes("loss", loss, "(positions,)")
+    if best is not None:
+        _check_axes("best", best, "(positions,)")
     fig, ax = plt.subplots(figsize=(7.5, 3.0), layout="constrained")
     positions = np.arange(len(loss))
-    ax.axvspan(-0.5, half - 0.5, color="#eeeeee", label=f"first half: positions 0 .. {half - 1}")
+    ax.axvspan(-0.5, half - 0.5, color="#eeeeee",
+               label=f"first half: positions 0 .. {half - 1} ({half - 1} predicts the repeat's first token)")
     ax.plot(positions, loss, "o-", color="C0", label="model (mean over the batch)")
     ax.axhline(uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln V = {uniform:.2f}")
+    if best is not None:
+        ax.plot(np.arange(len(best)), best, ":", color="C2", linewidth=1.5, label="best possible: ln(V - t - 1)")
     ax.set_xlim(-0.5, len(loss) - 0.5)
     ax.set_ylim(0, max(float(np.max(loss)), uniform) * 1.1)
     ax.set_xticks(positions)
@@ -66,33 +74,62 @@ def plot_loss_per_position(loss: Floats, half: int, uniform: float, title: str =
 
 
 def plot_head_maps(
-    weights: Sequence[Floats], labels: Sequence[str], previous: Floats, induction: Floats, title: str = ""
+    weights: Sequence[Floats],
+    labels: Sequence[str],
+    previous: Floats,
+    induction: Floats,
+    title: str = "",
+    half: int | None = None,
 ) -> Figure:
     """Every head of every layer for one sequence: ``weights[i] (h, T, T)`` is layer ``i``'s maps.
 
     Each panel's title gives the head's scores, ``previous (layers, h)`` and ``induction (layers, h)``.
+    Axes are numbered by position (every second one labelled); ``labels`` (one per position, the
+    tokens) are printed under the maps as a position -> token table. With ``half`` (``L``), guides
+    mark where a previous-token head looks (``s = t - 1``, white dots) and where an induction head
+    looks in the repeated half (``s = t - L + 1``, orange dashes), so that both can be checked by eye.
     """
     layers, h = len(weights), int(np.shape(weights[0])[0])
     for name, scores in (("previous", previous), ("induction", induction)):
         if np.shape(scores) != (layers, h):
             raise ValueError(f"{name} must have shape (layers, h) = ({layers}, {h}), got {np.shape(scores)}")
-    fig, axes = plt.subplots(layers, h, figsize=(2.3 * h + 0.9, 2.5 * layers + 0.4), squeeze=False)
-    fig.subplots_adjust(left=0.06, right=0.9, bottom=0.07, top=0.88, wspace=0.12, hspace=0.45)
-    ticks = range(0, len(labels), 4)
+    T = len(labels)
+    fig, axes = plt.subplots(layers, h, figsize=(2.3 * h + 0.9, 2.5 * layers + 1.0), squeeze=False)
+    fig.subplots_adjust(left=0.06, right=0.9, bottom=0.19, top=0.87, wspace=0.12, hspace=0.4)
     for i in range(layers):
         _check_axes(f"weights[{i}]", weights[i], "(h, T, T)")
+        if np.shape(weights[i])[-2:] != (T, T):
+            raise ValueError(f"weights[{i}] must be (h, T, T) with T = len(labels) = {T}, got {np.shape(weights[i])}")
         for j in range(h):
             ax = axes[i, j]
             image = ax.imshow(weights[i][j], cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
             ax.set_title(f"layer {i} head {j}\nprev {previous[i, j]:.2f}  ind {induction[i, j]:.2f}", fontsize=8)
-            ax.set_xticks(ticks, [labels[t] for t in ticks])
-            ax.set_yticks(ticks, [labels[t] for t in ticks])
-            ax.tick_params(labelsize=6, length=0, labelleft=j == 0)
-        axes[i, 0].set_ylabel("query t", fontsize=8)
+            ax.set_xticks(range(0, T, 2))
+            ax.set_yticks(range(0, T, 2))
+            ax.set_xticks(range(T), minor=True)
+            ax.set_yticks(range(T), minor=True)
+            ax.tick_params(labelsize=6.5, length=2, labelleft=j == 0, labelbottom=i == layers - 1)
+            ax.tick_params(which="minor", length=1)
+            if half is not None:
+                t = np.arange(1, T)
+                ax.plot(t - 1, t, ":", color="white", linewidth=1.0, alpha=0.9)
+                t = np.arange(half, T)
+                ax.plot(t - half + 1, t, "--", color="C1", linewidth=1.0, alpha=0.9)
+                ax.set_xlim(-0.5, T - 0.5)
+                ax.set_ylim(T - 0.5, -0.5)
+        axes[i, 0].set_ylabel("query position t", fontsize=8)
     for ax in axes[-1]:
-        ax.set_xlabel("key s", fontsize=8)
+        ax.set_xlabel("key position s", fontsize=8)
     add_colorbar(image, axes[0, -1], WEIGHT_LABEL, gap=0.01, width=0.012)
-    fig.suptitle(title or "attention of every head (rows: queries; prev / ind: the head's scores)", fontsize=10)
+    width = max(2, *(len(label) for label in labels)) + 1
+    rows = [
+        "position " + "".join(f"{t:>{width}}" for t in range(T)),
+        "token    " + "".join(f"{x:>{width}}" for x in labels),
+    ]
+    fig.text(0.5, 0.035, "\n".join(rows), ha="center", va="bottom", family="monospace", fontsize=7.5)
+    guides = "; white dots: s = t - 1, orange dashes: s = t - L + 1" if half is not None else ""
+    default = f"attention of every head (rows: queries; prev / ind: the head's scores{guides})"
+    fig.suptitle(title or default, fontsize=10)
     return fig
 
 

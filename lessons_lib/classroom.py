@@ -43,13 +43,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "CourseError",
     "Exercise",
+    "answer_cell_source",
     "convert_lesson",
     "default_source",
     "exercises",
-    "answer_cell_source",
     "graded_cell_source",
-    "split_check",
     "nbgrader_main",
+    "split_check",
     "write_course",
 ]
 

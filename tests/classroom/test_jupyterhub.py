@@ -110,6 +110,7 @@ def _write_config(folder: Path, port: int, token: str) -> Path:
         "db": f"sqlite:///{folder / 'jupyterhub.sqlite'}",
         "cookie": str(folder / "cookie_secret"),
         "token": token,
+        "root": os.geteuid() == 0,
     }
     config.write_text(
         f"""settings = {settings!r}
@@ -127,6 +128,7 @@ c.Authenticator.allow_all = True
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = settings["homes"]
 c.Spawner.cmd = [settings["singleuser"]]
+c.Spawner.args = ["--allow-root"] if settings["root"] else []  # CI runs as root; no user switches here
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
@@ -246,6 +248,17 @@ def _printed(outputs: list[dict[str, Any]]) -> str:
     return _sanitized("".join(parts))
 
 
+def _message_json(raw: str | bytes) -> str:
+    """The JSON part of a kernel message from the websocket: text, or jupyter_server's binary frame
+    (a message with buffers, such as a widget's: a count, offsets, the JSON, then the buffers)."""
+    if isinstance(raw, str):
+        return raw
+    count = int.from_bytes(raw[:4], "big")
+    offsets = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(count)]
+    end = offsets[1] if count > 1 else len(raw)
+    return raw[offsets[0] : end].decode("utf-8")
+
+
 def _run_order(cells: list[dict[str, Any]]) -> list[int]:
     """Code cells in notebook order, except that each check runs right after its exercise's solution."""
     order: list[int] = []
@@ -294,7 +307,7 @@ async def _run_lesson(hub: Hub, student: str, lesson: str, memory: Memory) -> di
         while not (idle and replied):
             raw = await asyncio.wait_for(connection.read_message(), timeout=CELL_SECONDS)
             assert raw is not None, f"{student}: the kernel's websocket closed while running {lesson}"
-            reply = json.loads(raw)
+            reply = json.loads(_message_json(raw))
             if reply.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind = reply["header"]["msg_type"]

@@ -259,9 +259,10 @@ def _message_json(raw: str | bytes) -> str:
     return raw[offsets[0] : end].decode("utf-8")
 
 
-def _run_order(cells: list[dict[str, Any]]) -> list[int]:
-    """Code cells in notebook order, except that each check runs right after its exercise's solution."""
-    order: list[int] = []
+def _run_order(cells: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """Code cells as a learner runs them: each check once on the blank exercise ("blank"), and once
+    more right after the exercise's solution ("solved"); every other code cell once, in order ("")."""
+    order: list[tuple[int, str]] = []
     waiting: int | None = None
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "code":
@@ -269,10 +270,11 @@ def _run_order(cells: list[dict[str, Any]]) -> list[int]:
         tags = cell.get("metadata", {}).get("tags", [])
         if "check" in tags:
             waiting = index
+            order.append((index, "blank"))
             continue
-        order.append(index)
+        order.append((index, ""))
         if "solution" in tags and waiting is not None:
-            order.append(waiting)
+            order.append((waiting, "solved"))
             waiting = None
     assert waiting is None, "a check cell without a solution after it"
     return order
@@ -325,7 +327,7 @@ async def _run_lesson(hub: Hub, student: str, lesson: str, memory: Memory) -> di
     memory.kernels.add(kernel_pid)
     problems: list[str] = []
     verdicts: list[str] = []
-    for index in _run_order(notebook["cells"]):
+    for index, phase in _run_order(notebook["cells"]):
         cell = notebook["cells"][index]
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         outputs = await execute(source)
@@ -334,9 +336,11 @@ async def _run_lesson(hub: Hub, student: str, lesson: str, memory: Memory) -> di
             problems.append(f"cell {index} raised {errors[0]['ename']}: {errors[0]['evalue']}")
             break
         tags = cell.get("metadata", {}).get("tags", [])
-        if "check" in tags:
+        if phase == "blank" and "not answered yet" not in _printed(outputs):
+            problems.append(f"cell {index}, a check on the blank exercise, printed {_printed(outputs)!r}")
+        elif phase == "solved":
             verdicts.append(_printed(outputs).strip())
-        elif not {"exercise", "solution", "nbval-ignore-output"} & set(tags):
+        elif not {"exercise", "check", "solution", "nbval-ignore-output"} & set(tags):
             fresh, stored = _printed(outputs), _printed(cell.get("outputs", []))
             if fresh != stored:
                 problems.append(f"cell {index} printed {fresh[:300]!r}, stored {stored[:300]!r}")

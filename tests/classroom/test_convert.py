@@ -123,7 +123,7 @@ def _validator() -> Any:
 def _as_node(notebook: dict[str, Any]) -> Any:
     import nbformat
 
-    return nbformat.from_dict(json.loads(json.dumps(notebook)))
+    return nbformat.from_dict(json.loads(json.dumps(notebook)))  # type: ignore[no-untyped-call]
 
 
 def test_answer_cells_hold_the_blank_and_the_reference_answer_between_the_markers() -> None:

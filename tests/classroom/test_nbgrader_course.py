@@ -125,7 +125,7 @@ def test_simulated_class_autogrades_to_exact_scores(course: Path) -> None:
 
     def answered(choose: dict[str, str]) -> list[dict[str, Any]]:
         """The release with the answer cells filled: "right", "wrong", "raise" or (missing) blank."""
-        cells = json.loads(json.dumps(release))
+        cells: list[dict[str, Any]] = json.loads(json.dumps(release))
         for cell in cells:
             gid = _grade_id(cell)
             if gid not in answers:

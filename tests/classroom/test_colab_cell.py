@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import runpy
 import shutil
 import subprocess
@@ -152,3 +153,20 @@ def test_on_a_fake_colab_the_cell_installs_lessons_lib_from_a_wheel(tmp_path: Pa
     assert imported.returncode == 0, imported.stderr
     location, has_data = imported.stdout.split()
     assert Path(location).is_relative_to(colab) and has_data == "True"
+
+
+COLAB_BADGE = re.compile(r"\[!\[[^\]]*\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]\(([^)\s]+)\)")
+
+
+def test_readme_colab_badges_open_the_lessons_where_the_site_buttons_do() -> None:
+    config = runpy.run_path(str(REPO / "site" / "conf.py"))
+    badges = COLAB_BADGE.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert badges, "README.md has no Open in Colab badge"
+    for link in badges:
+        assert link.startswith(config["COLAB_LAUNCH"]), f"{link}: change site/conf.py and README.md together"
+        assert (REPO / link.removeprefix(config["COLAB_LAUNCH"])).is_file(), link
+    # sphinx-book-theme's Colab button: {colab_url}/github/{owner}/{name}/blob/{branch}/{path}.
+    options = config["html_theme_options"]
+    owner, name = options["repository_url"].removeprefix("https://github.com/").split("/")
+    built = f"{options['launch_buttons']['colab_url']}/github/{owner}/{name}/blob/{options['repository_branch']}/"
+    assert built == config["COLAB_LAUNCH"]

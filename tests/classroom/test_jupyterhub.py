@@ -3,12 +3,12 @@
 One test, in the order a class lives it: the hub starts (DummyAuthenticator, SimpleLocalProcessSpawner,
 the Python configurable-http-proxy, random free ports, a random service token); `STUDENTS` students
 are created and their servers started through the REST API; each gets the lessons through the
-nbgitpuller API behind an nbgitpuller link, from a local bare clone of this repository; one student
-edits a notebook; every student then runs each lesson of `LESSONS` through its own kernel, all
+nbgitpuller API behind an nbgitpuller link, from a local bare clone of this repository; every
+student then runs each lesson of `LESSONS` through its own kernel, all
 students at the same time (widget cells are driven by the lessons' own "drive it" cells, from code),
 while their memory is sampled; every exercise's check must say "correct" after its solution ran and
-every ordinary cell must print what the committed notebook stores. The instructor then pushes an
-update, a second pull brings it in and keeps the student's edit, and everything is stopped.
+every ordinary cell must print what the committed notebook stores. A student then saves an edit, the
+instructor pushes an update, a second pull brings it in and keeps the edit, and everything is stopped.
 
 The measured memory (per student and lesson: the server plus that lesson's kernel) is printed and,
 with ``CLASSROOM_MEMORY_JSON=path``, written as JSON: the README's sizing table comes from it.
@@ -403,9 +403,6 @@ def test_a_class_on_jupyterhub(hub: Hub) -> None:
         for lesson in LESSONS:
             assert (hub.home(student) / TARGET / "notebooks" / f"{lesson}.ipynb").is_file()
 
-    edit = "answer_1 = 'my own try, kept across updates'"
-    _edit_exercise(hub, students[0], "01_one_head", edit)
-
     memories = {student: Memory(servers[student]) for student in students}
     results: list[dict[str, Any]] = []
     per_lesson: dict[str, dict[str, float]] = {}
@@ -453,7 +450,10 @@ def test_a_class_on_jupyterhub(hub: Hub) -> None:
         assert all("] correct:" in verdict for verdict in report["verdicts"]), f"{where}: {report['verdicts']}"
         assert report["sampled_peak_mib"] > 0
 
-    # The instructor fixes something upstream; a second pull brings it in and keeps the student's edit.
+    # The student saves an answer; the instructor fixes something upstream; a second pull brings the
+    # fix in and keeps the student's edit.
+    edit = "answer_1 = 'my own try, kept across updates'"
+    _edit_exercise(hub, students[0], "01_one_head", edit)
     work = hub.folder / "instructor"
     _git("clone", "--quiet", str(hub.bare), str(work))
     readme = work / "README.md"

@@ -14,7 +14,9 @@ badges and the site's launch buttons are built from too; ``LESSONS_LIB_SOURCE`` 
 replaces it (a fork, a mirror, or the wheel that ``tests/classroom/test_colab_cell.py`` builds).
 
 Running the script twice changes nothing the second time: an existing cell is updated in place (its
-id kept), and a notebook whose cell is already current is not rewritten.
+id kept), and a notebook whose cell is already current is not rewritten. Execution counts are
+renumbered 1, 2, 3, ... as a run from the top gives them, so the notebooks pass strict nbval and the
+hygiene test without being regenerated (the cell prints nothing, so no stored output changes).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def updated(notebook: dict[str, Any], source: str) -> bool:
     old = cells[found[0]] if found else None
     cell: dict[str, Any] = {
         "cell_type": "code",
-        "execution_count": None,
+        "execution_count": 1,
         "id": old.get("id", CELL_ID) if old else CELL_ID,
         "metadata": {"tags": list(TAGS)},
         "outputs": [],
@@ -90,7 +92,19 @@ def updated(notebook: dict[str, Any], source: str) -> bool:
     if "id" not in cells[0]:  # nbformat 4.4 and older notebooks have no cell ids
         del cell["id"]
     cells.insert(1, cell)
+    _renumber(cells)
     return True
+
+
+def _renumber(cells: list[dict[str, Any]]) -> None:
+    """Execution counts 1, 2, 3, ... as a run from the top gives them (the new cell runs first and
+    prints nothing, so every stored output stays what it was)."""
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    for count, cell in enumerate(code, 1):
+        cell["execution_count"] = count
+        for output in cell.get("outputs", []):
+            if "execution_count" in output:
+                output["execution_count"] = count
 
 
 def add_cell(path: Path, source: str) -> bool:

@@ -7,8 +7,9 @@ nbgitpuller API behind an nbgitpuller link, from a local bare clone of this repo
 student then runs each lesson of `LESSONS` through its own kernel, all
 students at the same time (widget cells are driven by the lessons' own "drive it" cells, from code),
 while their memory is sampled; every exercise's check must say "correct" after its solution ran and
-every ordinary cell must print what the committed notebook stores. A student then saves an edit, the
-instructor pushes an update, a second pull brings it in and keeps the edit, and everything is stopped.
+every ordinary cell must print what the committed notebook stores. Then a student saves an answer
+and another deletes a lesson, the instructor pushes an update to the same notebook, a second pull
+merges it in, keeps the answer and restores the deleted lesson, and everything is stopped.
 
 The measured memory (per student and lesson: the server plus that lesson's kernel) is printed and,
 with ``CLASSROOM_MEMORY_JSON=path``, written as JSON: the README's sizing table comes from it.
@@ -450,22 +451,36 @@ def test_a_class_on_jupyterhub(hub: Hub) -> None:
         assert all("] correct:" in verdict for verdict in report["verdicts"]), f"{where}: {report['verdicts']}"
         assert report["sampled_peak_mib"] > 0
 
-    # The student saves an answer; the instructor fixes something upstream; a second pull brings the
-    # fix in and keeps the student's edit.
+    # One student saves an answer in lesson 01, another deletes lesson 07; the instructor fixes the
+    # title of lesson 01 and the README upstream. A second pull brings both fixes in, keeps the saved
+    # answer beside the new title, and brings the deleted lesson back.
     edit = "answer_1 = 'my own try, kept across updates'"
     _edit_exercise(hub, students[0], "01_one_head", edit)
+    deleted = f"{TARGET}/notebooks/07_latent_attention.ipynb"
+    hub.api("DELETE", f"/user/{students[1]}/api/contents/{deleted}")
+    assert not (hub.home(students[1]) / deleted).exists()
     work = hub.folder / "instructor"
     _git("clone", "--quiet", str(hub.bare), str(work))
     readme = work / "README.md"
     readme.write_text(readme.read_text(encoding="utf-8") + "\nUpdated for this week's class.\n", encoding="utf-8")
+    upstream = work / "notebooks" / "01_one_head.ipynb"
+    notebook = json.loads(upstream.read_text(encoding="utf-8"))
+    title = "".join(notebook["cells"][0]["source"]).split("\n")
+    title[0] += " (updated)"
+    notebook["cells"][0]["source"] = [line + "\n" for line in title[:-1]] + [title[-1]]
+    upstream.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     _git("-c", "user.name=Instructor", "-c", "user.email=instructor@example.org", "commit", "-qam", "update", cwd=work)
     _git("push", "--quiet", "origin", f"HEAD:{hub.branch}", cwd=work)
-    events = hub.pull(students[0])
-    assert events and events[-1].get("phase") == "finished", events[-3:]
-    home = hub.home(students[0]) / TARGET
-    assert "Updated for this week's class." in (home / "README.md").read_text(encoding="utf-8")
-    kept = json.loads((home / "notebooks" / "01_one_head.ipynb").read_text(encoding="utf-8"))
+    for student in students[:2]:
+        events = hub.pull(student)
+        assert events and events[-1].get("phase") == "finished", events[-3:]
+        home = hub.home(student) / TARGET
+        assert "Updated for this week's class." in (home / "README.md").read_text(encoding="utf-8")
+        pulled = json.loads((home / "notebooks" / "01_one_head.ipynb").read_text(encoding="utf-8"))
+        assert "".join(pulled["cells"][0]["source"]).split("\n")[0].endswith(" (updated)"), student
+    kept = json.loads((hub.home(students[0]) / TARGET / "notebooks" / "01_one_head.ipynb").read_text(encoding="utf-8"))
     assert any("".join(c["source"]) == edit for c in kept["cells"]), "the student's edit was lost"
+    assert (hub.home(students[1]) / deleted).is_file(), "the deleted lesson did not come back"
 
     # Everything stops: the servers through the API, then the hub with its proxy.
     for student in students:

@@ -19,6 +19,11 @@ REPOSITORY_URL = f"https://github.com/{REPOSITORY}"
 # theme's words) with that notebook open.
 BINDER_LAUNCH = f"{BINDERHUB}/v2/gh/{REPOSITORY}/{BRANCH}?urlpath=lab/tree/"
 NOTEBOOK_INTERFACE = "jupyterlab"
+# What an "Open in Colab" badge or button opens, up to the notebook's path: Colab reads the notebook
+# from the same repository and branch. The Colab setup cell of every lesson installs lessons_lib from
+# REPOSITORY too (scripts/add_colab_cell.py writes it from this file).
+COLAB = "https://colab.research.google.com"
+COLAB_LAUNCH = f"{COLAB}/github/{REPOSITORY}/blob/{BRANCH}/"
 
 project = "Several Heads"
 author = "the Several Heads authors"
@@ -52,6 +57,7 @@ myst_enable_extensions = ["dollarmath", "substitution"]
 myst_substitutions = {
     # the learner copy that binder/postBuild writes, as the README's badges open it (no stored answers)
     "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}my-lessons/01_one_head.ipynb)",
+    "colab_lesson_01": f"[lesson 01 on Colab]({COLAB_LAUNCH}notebooks/01_one_head.ipynb)",
     "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
 }
 
@@ -62,7 +68,7 @@ html_theme_options = {
     "path_to_docs": "",  # paths of pages in the repository = their paths in the source folder
     "use_repository_button": True,
     "use_download_button": True,
-    "launch_buttons": {"binderhub_url": BINDERHUB, "notebook_interface": NOTEBOOK_INTERFACE},
+    "launch_buttons": {"binderhub_url": BINDERHUB, "colab_url": COLAB, "notebook_interface": NOTEBOOK_INTERFACE},
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
     # The sidebar has the search field; without this the parent theme adds a second one in a top bar.

@@ -367,6 +367,25 @@ def run_student(args: argparse.Namespace) -> int:
     return 0
 
 
+def nbgrader_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("course_dir", type=Path, metavar="COURSE_DIR", help="the course folder (created if missing)")
+    add_source_argument(parser)
+
+
+def run_nbgrader(args: argparse.Namespace) -> int:
+    from lessons_lib.classroom import CourseError, write_course
+
+    try:
+        written = write_course(args.course_dir, args.source)
+    except CourseError as error:
+        raise CommandError(str(error)) from error
+    print(f"The nbgrader course is in {args.course_dir}{os.sep} ({len(written)} files):")
+    for path in written:
+        print(f"  {path}")
+    print(f"Next: cd {args.course_dir} && nbgrader generate_assignment 01_one_head  (see README, Teaching a class)")
+    return 0
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -405,6 +424,16 @@ COMMANDS = [
         student_arguments,
         run_student,
     ),
+    Command(
+        "nbgrader",
+        "write an nbgrader course from the lessons into COURSE_DIR",
+        "Write COURSE_DIR/nbgrader_config.py and COURSE_DIR/source/<lesson>/<lesson>.ipynb for every lesson: "
+        "each exercise becomes an nbgrader solution cell holding the reference answer between "
+        "### BEGIN SOLUTION / ### END SOLUTION, each check a locked, graded test cell (points from the "
+        "exercise's difficulty), everything else locked. nbgrader itself is in requirements-classroom.txt.",
+        nbgrader_arguments,
+        run_nbgrader,
+    ),
 ]
 
 
@@ -416,6 +445,7 @@ instructors' version without solutions.
   {PROGRAM} prepare DIR            write or refresh your copy in DIR
   {PROGRAM} lab --fresh 02         set your copy of lesson 02 aside, write a fresh one, open lab
   {PROGRAM} student DIR            the instructors' hand-out: no solutions, no outputs
+  {PROGRAM} nbgrader COURSE_DIR    an nbgrader course of the lessons, for autograding
 
 Your copy has no stored outputs (a prediction's answer appears when you run its cell), blank
 exercises and collapsed solutions. Refreshing it adds new lessons and updates the ones you have

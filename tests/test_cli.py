@@ -112,7 +112,7 @@ def update_lesson(path: Path) -> None:
 def test_help_explains_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--help")
     assert code == 0
-    for command in ("lab", "prepare", "student"):
+    for command in ("lab", "prepare", "student", "nbgrader"):
         assert re.search(rf"^\s+{command}\s+\w", out, re.MULTILINE), f"--help does not describe {command}:\n{out}"
     for command, words in [("lab", "JupyterLab"), ("prepare", "never overwritten"), ("student", "solution")]:
         code, out, _ = run(capsys, command, "--help")
@@ -127,6 +127,7 @@ def test_help_explains_every_command(capsys: pytest.CaptureFixture[str]) -> None
         (["teach"], "invalid choice: 'teach'"),
         (["prepare"], "required: DIR"),
         (["student"], "required: DIR"),
+        (["nbgrader"], "required: COURSE_DIR"),
         (["prepare", "a", "b"], "unrecognized arguments: b"),
         (["prepare", "a", "--", "--port", "1"], "only `several-heads lab` takes them"),
     ],
@@ -333,6 +334,22 @@ def test_prepare_of_the_real_lessons(capsys: pytest.CaptureFixture[str], tmp_pat
         assert not any(cell.get("outputs") or cell.get("execution_count") for cell in copy.cells), path.name
         solutions = [cell for cell in copy.cells if "solution" in cell.metadata.get("tags", [])]
         assert solutions and all(cell.metadata["jupyter"]["source_hidden"] for cell in solutions), path.name
+
+
+def test_nbgrader_writes_a_course_of_every_lesson(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The command's side only (no nbgrader needed); tests/classroom/ runs nbgrader on the course."""
+    code, out, err = run(capsys, "nbgrader", str(tmp_path / "course"))
+    assert code == 0, err
+    lessons = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert (tmp_path / "course" / "nbgrader_config.py").is_file()
+    for path in lessons:
+        course_copy = tmp_path / "course" / "source" / path.stem / path.name
+        assert str(course_copy) in out
+        cells = read(course_copy).cells
+        graded = [cell for cell in cells if cell.metadata.get("nbgrader", {}).get("grade")]
+        assert len(graded) == sum("check" in cell.metadata.get("tags", []) for cell in read(path).cells), path.name
+    code, _, err = run(capsys, "nbgrader", str(tmp_path / "other"), "--source", str(tmp_path / "course"))
+    assert code == 2 and "no lesson notebooks" in err, err
 
 
 def prepare_default(capsys: pytest.CaptureFixture[str], folder: Path) -> str:

@@ -46,6 +46,7 @@ from lessons_lib import (
     mla,
     rope,
     toy_task,
+    validation,
 )
 from lessons_lib.checks import (
     concatenate_and_project,
@@ -1999,7 +2000,7 @@ BAD_INPUTS = [
         lambda: induction.repeated_tokens(1, 10**9, 2),
         ValueError,
         (
-            "batch * vocab must be at most 2**24 = 16777216 (one random number per token of the "
+            "batch * vocab must be at most 2**22 = 4194304 (one random number per token of the "
             "vocabulary and sequence), got 1 * 1000000000 = 1000000000; use a smaller vocab or batch"
         ),
     ),
@@ -3032,7 +3033,40 @@ def _masked_scores_and_lists() -> bool:
     return bool(weights[0, 1] == 0.0 and np.allclose(weights, online) and rope.rope_angles((0, 1.5), 4).shape == (2, 2))
 
 
+def _numpy_scalars_and_module_forms() -> bool:
+    """Issue 23: NumPy floats and ints where a Python number is expected, the module form of an
+    activation, and ablate pairs written as lists."""
+    relu_layer = torch.nn.TransformerEncoderLayer(
+        8, 2, 16, dropout=0.0, activation=torch.nn.ReLU(), batch_first=True, norm_first=True
+    )
+    lengths = np.array([2, 3])
+    mask = np.arange(4)[None, :] >= lengths[:, None]
+    behaviour = inspect_heads.head_behaviour(toy_weights, toy_marker)
+    as_lists = induction.run(induction_model, induction_tokens, ablate=[[0, 1]])[0]
+    as_tuples = induction.run(induction_model, induction_tokens, ablate=[(0, 1)])[0]
+    return (
+        block_numpy.Block(8, 2, 16, eps=np.float32(1e-5)).eps == float(np.float32(1e-5))
+        and block_torch.Block.from_encoder_layer(relu_layer).activation == "relu"
+        and inspect_heads.head_roles(behaviour, np.float32(0.6)) == inspect_heads.head_roles(behaviour, 0.6)
+        and matching_pytorch.check_key_padding_mask(mask, lengths, np.int64(4)).ok
+        and bool(np.array_equal(as_lists, as_tuples))
+    )
+
+
+def _short_option_lists() -> bool:
+    """Widget option lists stop after 16 entries: the 15 smallest divisors and the number itself."""
+    options = kv_cache.kv_head_options(720)  # 720 has 30 divisors
+    return (
+        options == [1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20, 24, 720]
+        and inspect_heads.head_options(2**40)[-1] == 2**40
+        and len(inspect_heads.head_options(2**40)) == 16
+        and kv_cache.kv_head_options(32) == [1, 2, 4, 8, 16, 32]
+    )
+
+
 ACCEPTED: dict[str, Callable[[], bool]] = {
+    "numpy_scalars_and_module_forms": _numpy_scalars_and_module_forms,
+    "short_option_lists": _short_option_lists,
     "numpy_integer_sizes_are_exact": _numpy_int_sizes,
     "float16_layers": lambda: _half_precision(torch.float16),
     "bfloat16_layers": lambda: _half_precision(torch.bfloat16),
@@ -3053,13 +3087,44 @@ def test_accepted_inputs_keep_working(name: str) -> None:
     assert ACCEPTED[name]()
 
 
-def test_divisor_search_is_fast() -> None:
-    """Issue 13: ``MultiHead(10**8 + 1, 2)`` took 4.9 s to raise and ``GroupedQueryAttention(2**40, 2**40, 3)``
-    never returned; the divisors are now found in sqrt(n) steps."""
+# Issue 13: ``MultiHead(10**8 + 1, 2)`` took 4.9 s to raise. Issue 23: ``divisors(2**60)`` took 220 s and
+# ``MultiHead(2**60 + 1, 2)`` 263 s (trial division up to sqrt(n), then every divisor in the message);
+# ``repeated_tokens(1, 10**9, 2)`` allocated 7.45 GiB. Sizes above 2**40 (and draws above 2**22) are now
+# refused at once, divisors come from one NumPy pass, and messages list a few of them.
+SLOW_BEFORE: dict[str, Callable[[], Any]] = {
+    "divisors(2**60)": lambda: validation.divisors(2**60),
+    "MultiHead(2**60 + 1, 2)": lambda: mha_numpy.MultiHead(2**60 + 1, 2),
+    "GroupedQueryAttention(2**60, 2**60, 3)": lambda: gqa_numpy.GroupedQueryAttention(2**60, 2**60, 3),
+    "ModelPreset('x', 32, 2**60, 2**60, 3, '')": lambda: kv_cache.ModelPreset("x", 32, 2**60, 2**60, 3, ""),
+    "InductionConfig(width=2**60 + 1, heads=2)": lambda: induction.InductionConfig(width=2**60 + 1, heads=2),
+    "kv_head_options(2**60)": lambda: kv_cache.kv_head_options(2**60),
+    "head_options(2**60)": lambda: inspect_heads.head_options(2**60),
+    "repeated_tokens(1, 10**9, 2)": lambda: induction.repeated_tokens(1, 10**9, 2),
+    "MultiHead(10**8 + 1, 2)": lambda: mha_numpy.MultiHead(10**8 + 1, 2),
+    "GroupedQueryAttention(2**40, 2**40, 3)": lambda: gqa_numpy.GroupedQueryAttention(2**40, 2**40, 3),  # searched
+}
+# The largest sizes still accepted: the worst case of each search that runs.
+LARGEST_ACCEPTED: dict[str, Callable[[], Any]] = {
+    "divisors(2**40 - 1)": lambda: validation.divisors(2**40 - 1),
+    "head_options(2**40)": lambda: inspect_heads.head_options(2**40),
+    "repeated_tokens(1, 2**22, 2)": lambda: induction.repeated_tokens(1, 2**22, 2),
+}
+
+
+def test_size_searches_answer_within_a_second() -> None:
+    """Every call above answers (raises its ValueError, or returns) in under a second; the bound is
+    generous (each takes milliseconds to a few tenths of a second on a quiet machine)."""
     import time
 
-    start = time.perf_counter()
-    for call in (lambda: mha_numpy.MultiHead(10**8 + 1, 2), lambda: gqa_numpy.GroupedQueryAttention(2**40, 2**40, 3)):
-        with pytest.raises(ValueError, match="divisor"):
+    seconds = {}
+    for name, call in {**SLOW_BEFORE, **LARGEST_ACCEPTED}.items():
+        start = time.perf_counter()
+        try:
             call()
-    assert time.perf_counter() - start < 1.0
+        except ValueError:
+            assert name in SLOW_BEFORE, f"{name} should be accepted"
+        else:
+            assert name in LARGEST_ACCEPTED, f"{name} should be refused"
+        seconds[name] = time.perf_counter() - start
+    slowest = max(seconds, key=seconds.__getitem__)
+    assert seconds[slowest] < 1.0, f"{slowest} took {seconds[slowest]:.2f} s"

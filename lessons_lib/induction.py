@@ -42,6 +42,7 @@ from lessons_lib.validation import (
     check_int,
     check_layer_inputs,
     check_rate,
+    check_record,
     check_seed,
     head_width,
     layer_mask,
@@ -154,6 +155,18 @@ class InductionModel:
     position_embedding: Array
     layers: tuple[MultiHead, ...]
     unembedding: Array
+
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, InductionConfig, "an induction.InductionConfig")
+        c = self.config
+        if not (isinstance(self.layers, tuple) and self.layers and all(isinstance(m, MultiHead) for m in self.layers)):
+            kinds = [type(m).__name__ for m in self.layers] if isinstance(self.layers, (list, tuple)) else ""
+            raise TypeError(
+                f"layers must be a non-empty tuple of mha_numpy.MultiHead layers, got {type(self.layers).__name__} "
+                f"{kinds}".rstrip()
+            )
+        shapes = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.context, c.width)}
+        check_record(self, shapes | {"unembedding": (c.width, c.vocab)})
 
 
 def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:

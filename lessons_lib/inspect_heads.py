@@ -37,6 +37,7 @@ from lessons_lib.validation import (
     check_instance,
     check_int,
     check_overflow,
+    check_record,
     check_size,
     check_width,
     divisor_options,
@@ -90,6 +91,13 @@ class ToyHeads:
     readout: Array
     accuracy: Array
 
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, ToyConfig, "a toy_task.ToyConfig")
+        check_instance("layer", self.layer, MultiHead, "a mha_numpy.MultiHead")
+        c = self.config
+        shapes = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.length, c.width)}
+        check_record(self, shapes | {"readout": (c.width, 3 * c.symbols), "accuracy": (3,)})
+
     def labels(self, tokens: NDArray[np.integer]) -> list[str]:
         """Labels ``a b c`` (plain) / ``A B C`` (marked) for one sequence ``tokens (T,)``."""
         return token_labels(tokens, self.config.symbols)
@@ -108,12 +116,6 @@ def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
     if missing:
         raise ValueError(f"{path} is not {kind}: it lacks the arrays {missing}")
     config = config_from_sizes(arrays["sizes"], float(arrays["learning_rate"]))
-    c = config
-    shapes = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.length, c.width),
-              "readout": (c.width, 3 * c.symbols), "accuracy": (3,)}
-    for name, shape in shapes.items():
-        if arrays[name].shape != shape:
-            raise ValueError(f"{name} in {path} has shape {arrays[name].shape}, expected {shape} for {config}")
     wq, wk, wv, wo = (arrays[name].astype(np.float64) for name in ("wq", "wk", "wv", "wo"))
     layer = MultiHead.from_weights(wq, wk, wv, wo, config.heads)
     return ToyHeads(
@@ -240,6 +242,16 @@ class HeadCountComparison:
     final_loss: NDArray[np.float64]
     weight_on: dict[str, list[list[list[float]]]]
     config: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        runs = (len(self.head_counts), len(self.seeds))
+        for name, shape in (("accuracy", (*runs, len(self.targets))), ("final_loss", runs)):
+            check_array(f"HeadCountComparison.{name}", getattr(self, name), "numpy", "(...)")
+            if getattr(self, name).shape != shape:
+                raise ValueError(
+                    f"HeadCountComparison.{name} must have shape {shape} (head counts, seeds"
+                    f"{', targets' if name == 'accuracy' else ''}), got {getattr(self, name).shape}"
+                )
 
 
 def load_head_count_comparison(path: Path | str = COMPARISON_PATH) -> HeadCountComparison:

@@ -380,6 +380,19 @@ def check_rate(name: str, value: Any) -> float:
     return rate
 
 
+def check_record(record: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+    """The NumPy float arrays of a record (a dataclass of a trained model): each named attribute of
+    ``record`` must have the shape ``shapes`` gives (read from the record's config)."""
+    kind = type(record).__name__
+    for name, shape in shapes.items():
+        array = getattr(record, name)
+        check_array(f"{kind}.{name}", array, "numpy", "(...)")
+        if tuple(array.shape) != shape:
+            raise ValueError(
+                f"{kind}.{name} must have shape {shape} for {record.config}, got {tuple(array.shape)}"
+            )
+
+
 def check_flag(name: str, value: Any) -> bool:
     """``TypeError`` unless ``value`` is ``True`` or ``False`` (a string such as "False" is truthy)."""
     if type(value).__name__ not in ("bool", "bool_"):

@@ -386,7 +386,9 @@ def previous_token_score(weights: Array, positions: int | None = None) -> Array:
     _check_weights(weights)
     T = weights.shape[-1]
     if T < 2:
-        raise ValueError(f"weights cover T={T} position; a previous-token score needs T >= 2, got shape {weights.shape}")
+        raise ValueError(
+            f"weights cover T={T} position; a previous-token score needs T >= 2, got shape {weights.shape}"
+        )
     P = T if positions is None else check_int("positions", positions, low=2, high=T, symbol="P")
     t = np.arange(1, P)
     score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - 1) -> (h,)
@@ -401,7 +403,9 @@ def induction_score(weights: Array, half: int) -> Array:
     _check_weights(weights)
     T = weights.shape[-1]
     if T < 2:
-        raise ValueError(f"weights cover T={T} position; an induction score needs T > L >= 1, got shape {weights.shape}")
+        raise ValueError(
+            f"weights cover T={T} position; an induction score needs T > L >= 1, got shape {weights.shape}"
+        )
     half = check_int("half", half, high=T - 1, symbol="L")
     t = np.arange(half, T)
     score: Array = weights[..., t, t - half + 1].mean(axis=(0, 2))  # (B, h, T - L) -> (h,)

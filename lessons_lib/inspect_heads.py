@@ -193,7 +193,8 @@ def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]
     ``behaviour`` is what `head_behaviour` returns: relationship name -> ``(h,)`` mean weights.
     """
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        raise TypeError(f"threshold must be a share of the weight, in (0, 1], got {type(threshold).__name__} {threshold!r}")
+        kind = type(threshold).__name__
+        raise TypeError(f"threshold must be a share of the weight, in (0, 1], got {kind} {threshold!r}")
     if not 0 < float(threshold) <= 1:
         raise ValueError(f"threshold must be a share of the weight, in (0, 1], got {float(threshold)!r}")
     if not isinstance(behaviour, dict) or not behaviour:

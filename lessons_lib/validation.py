@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Library = str  # "numpy" or "torch"
@@ -380,7 +380,7 @@ def check_rate(name: str, value: Any) -> float:
     return rate
 
 
-def check_record(record: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+def check_record(record: Any, shapes: Mapping[str, tuple[int, ...]]) -> None:
     """The NumPy float arrays of a record (a dataclass of a trained model): each named attribute of
     ``record`` must have the shape ``shapes`` gives (read from the record's config)."""
     kind = type(record).__name__

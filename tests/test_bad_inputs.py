@@ -319,7 +319,7 @@ BAD_INPUTS = [
     Bad(
         "mha_numpy.MultiHead.from_weights",
         "multihead_from_weights_nan_weight",
-        lambda: mha_numpy.MultiHead.from_weights(with_nan(w_np['wq']), w_np['wk'], w_np['wv'], w_np['wo'], 2),
+        lambda: mha_numpy.MultiHead.from_weights(with_nan(w_np["wq"]), w_np["wk"], w_np["wv"], w_np["wo"], 2),
         ValueError,
         (
             "wq contains NaN at index (0, 5); attention would spread it into NaN outputs without a "
@@ -330,7 +330,7 @@ BAD_INPUTS = [
     Bad(
         "mha_numpy.MultiHead",
         "multihead_masked_array",
-        lambda: mha_numpy.MultiHead(8, 2)(np.ma.masked_array(x_np)),
+        lambda: mha_numpy.MultiHead(8, 2)(np.ma.masked_array(x_np)),  # type: ignore[no-untyped-call]
         TypeError,
         (
             "query is a masked array (numpy.ma), whose mask the layers would ignore; pass plain numbers"
@@ -445,7 +445,13 @@ BAD_INPUTS = [
     Bad(
         "mha_torch.MultiHead.from_weights",
         "torch_multihead_from_weights_nan_weight",
-        lambda: mha_torch.MultiHead.from_weights(*(torch.from_numpy(a) for a in (with_nan(w_np['wq']), w_np['wk'], w_np['wv'], w_np['wo'])), 2),
+        lambda: mha_torch.MultiHead.from_weights(
+            torch.from_numpy(with_nan(w_np["wq"])),
+            torch.from_numpy(w_np["wk"]),
+            torch.from_numpy(w_np["wv"]),
+            torch.from_numpy(w_np["wo"]),
+            2,
+        ),
         ValueError,
         (
             "wq contains NaN at index (0, 5); attention would spread it into NaN outputs without a "
@@ -456,7 +462,7 @@ BAD_INPUTS = [
     Bad(
         "mha_torch.MultiHead",
         "torch_multihead_meta_input",
-        lambda: mha_torch.MultiHead(8, 2)(torch.ones(2, 3, 8, device='meta')),
+        lambda: mha_torch.MultiHead(8, 2)(torch.ones(2, 3, 8, device="meta")),
         ValueError,
         (
             "query is on the meta device: it has a shape but no values, so nothing can be computed from"
@@ -627,14 +633,16 @@ BAD_INPUTS = [
     Bad(
         "gqa_numpy.GroupedQueryAttention.from_weights",
         "gqa_from_weights_kv_heads_none",
-        lambda: gqa_numpy.GroupedQueryAttention.from_weights(w_np['wq'], w_np['wk'], w_np['wv'], w_np['wo'], 4, None),
+        lambda: gqa_numpy.GroupedQueryAttention.from_weights(w_np["wq"], w_np["wk"], w_np["wv"], w_np["wo"], 4, None),
         TypeError,
         ("kv_heads must be an int, got NoneType None"),
     ),
     Bad(
         "gqa_numpy.GroupedQueryAttention.from_weights",
         "gqa_from_weights_nan_weight",
-        lambda: gqa_numpy.GroupedQueryAttention.from_weights(w_np['wq'], with_nan(w_np['wk'][:, :4]), w_np['wv'][:, :4], w_np['wo'], 4, 2),
+        lambda: gqa_numpy.GroupedQueryAttention.from_weights(
+            w_np["wq"], with_nan(w_np["wk"][:, :4]), w_np["wv"][:, :4], w_np["wo"], 4, 2
+        ),
         ValueError,
         (
             "wk contains NaN at index (1, 1); attention would spread it into NaN outputs without a "
@@ -1026,7 +1034,7 @@ BAD_INPUTS = [
     Bad(
         "kv_cache.ModelPreset",
         "model_preset_sizes_above_limit",
-        lambda: kv_cache.ModelPreset('x', 32, 2**60, 2**60, 3, ''),
+        lambda: kv_cache.ModelPreset("x", 32, 2**60, 2**60, 3, ""),
         ValueError,
         (
             "width (D) must be at most 2**40 = 1099511627776, got width=1152921504606846976: no layer "
@@ -1195,14 +1203,30 @@ BAD_INPUTS = [
     Bad(
         "mla.LatentAttention.from_weights",
         "mla_from_weights_no_heads",
-        lambda: mla.LatentAttention.from_weights(np.zeros((8, 6)), np.zeros((0, 6, 4)), np.zeros((0, 6, 4)), np.zeros((8, 4)), np.zeros((0, 8, 4)), np.zeros((0, 8, 4)), np.zeros((0, 4, 8))),
+        lambda: mla.LatentAttention.from_weights(
+            np.zeros((8, 6)),
+            np.zeros((0, 6, 4)),
+            np.zeros((0, 6, 4)),
+            np.zeros((8, 4)),
+            np.zeros((0, 8, 4)),
+            np.zeros((0, 8, 4)),
+            np.zeros((0, 4, 8)),
+        ),
         ValueError,
         ("heads (h) must be positive, got h=0 from the shape of w_uk"),
     ),
     Bad(
         "mla.LatentAttention.from_weights",
         "mla_from_weights_no_latent",
-        lambda: mla.LatentAttention.from_weights(np.zeros((8, 0)), np.zeros((2, 0, 4)), np.zeros((2, 0, 4)), np.zeros((8, 4)), np.zeros((2, 8, 4)), np.zeros((2, 8, 4)), np.zeros((2, 4, 8))),
+        lambda: mla.LatentAttention.from_weights(
+            np.zeros((8, 0)),
+            np.zeros((2, 0, 4)),
+            np.zeros((2, 0, 4)),
+            np.zeros((8, 4)),
+            np.zeros((2, 8, 4)),
+            np.zeros((2, 8, 4)),
+            np.zeros((2, 4, 8)),
+        ),
         ValueError,
         ("latent_width (d_c) must be positive, got d_c=0 from the shape of w_dkv"),
     ),
@@ -1513,7 +1537,7 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.layer_norm",
         "layer_norm_eps_inf",
-        lambda: block_numpy.layer_norm(x_np, np.ones(8), eps=float('inf')),
+        lambda: block_numpy.layer_norm(x_np, np.ones(8), eps=float("inf")),
         ValueError,
         (
             "eps must be a positive float and finite, got inf: LayerNorm divides by sqrt(var + eps), so"
@@ -1523,7 +1547,7 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.Block.from_weights",
         "block_from_weights_nan_weight",
-        lambda: block_numpy.Block.from_weights({**block_w, 'w_in': with_nan(block_w['w_in'])}, 2),
+        lambda: block_numpy.Block.from_weights({**block_w, "w_in": with_nan(block_w["w_in"])}, 2),
         ValueError,
         (
             "w_in contains NaN at index (0, 5); attention would spread it into NaN outputs without a "
@@ -1534,7 +1558,7 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.Block",
         "block_eps_inf",
-        lambda: block_numpy.Block(8, 2, 16, eps=float('inf')),
+        lambda: block_numpy.Block(8, 2, 16, eps=float("inf")),
         ValueError,
         (
             "eps must be a positive float and finite, got inf: LayerNorm divides by sqrt(var + eps), so"
@@ -1544,21 +1568,21 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.Block",
         "block_eps_string",
-        lambda: block_numpy.Block(8, 2, 16, eps='1e-5'),
+        lambda: block_numpy.Block(8, 2, 16, eps="1e-5"),
         TypeError,
         ("eps must be a small positive float such as 1e-5, got str '1e-5'"),
     ),
     Bad(
         "block_numpy.Block",
         "block_bias_string",
-        lambda: block_numpy.Block(8, 2, 16, bias='no'),
+        lambda: block_numpy.Block(8, 2, 16, bias="no"),
         TypeError,
         ("bias must be True or False, got str 'no'"),
     ),
     Bad(
         "block_numpy.Block",
         "block_causal_string",
-        lambda: block_numpy.Block(8, 2, 16)(x_np, causal='False'),
+        lambda: block_numpy.Block(8, 2, 16)(x_np, causal="False"),
         TypeError,
         ("causal must be True or False, got str 'False'"),
     ),
@@ -1575,7 +1599,7 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.Block.from_weights",
         "block_from_weights_w_in_transposed",
-        lambda: block_numpy.Block.from_weights({**block_w, 'w_in': block_w['w_in'].T.copy()}, 2),
+        lambda: block_numpy.Block.from_weights({**block_w, "w_in": block_w["w_in"].T.copy()}, 2),
         ValueError,
         (
             "w_in must have shape (D, F) = (8, F), with D=8 read from wq (NumPy's (in, out) layout), "
@@ -1585,14 +1609,14 @@ BAD_INPUTS = [
     Bad(
         "block_numpy.init_block_weights",
         "init_block_weights_bias_string",
-        lambda: block_numpy.init_block_weights(8, 2, 16, bias='yes'),
+        lambda: block_numpy.init_block_weights(8, 2, 16, bias="yes"),
         TypeError,
         ("bias must be True or False, got str 'yes'"),
     ),
     Bad(
         "block_numpy.activate",
         "activate_list",
-        lambda: block_numpy.activate([1.0, -1.0], 'relu'),
+        lambda: block_numpy.activate([1.0, -1.0], "relu"),
         TypeError,
         (
             "z must be an array, got list; make one first, e.g. np.asarray(z) (or torch.tensor(z) for a"
@@ -1655,7 +1679,7 @@ BAD_INPUTS = [
     Bad(
         "block_torch.Block",
         "torch_block_meta_input",
-        lambda: block_torch.Block(8, 2, 16)(torch.ones(2, 3, 8, device='meta')),
+        lambda: block_torch.Block(8, 2, 16)(torch.ones(2, 3, 8, device="meta")),
         ValueError,
         (
             "x is on the meta device: it has a shape but no values, so nothing can be computed from it;"
@@ -1665,14 +1689,14 @@ BAD_INPUTS = [
     Bad(
         "block_torch.Block",
         "torch_block_causal_string",
-        lambda: block_torch.Block(8, 2, 16)(torch.ones(1, 3, 8), causal='no'),
+        lambda: block_torch.Block(8, 2, 16)(torch.ones(1, 3, 8), causal="no"),
         TypeError,
         ("causal must be True or False, got str 'no'"),
     ),
     Bad(
         "block_torch.Block",
         "torch_block_eps_inf",
-        lambda: block_torch.Block(8, 2, 16, eps=float('inf')),
+        lambda: block_torch.Block(8, 2, 16, eps=float("inf")),
         ValueError,
         (
             "eps must be a positive float and finite, got inf: LayerNorm divides by sqrt(var + eps), so"
@@ -1692,7 +1716,9 @@ BAD_INPUTS = [
     Bad(
         "block_torch.Block.from_weights",
         "torch_block_from_weights_nan_weight",
-        lambda: block_torch.Block.from_weights({k: torch.from_numpy(v.T.copy()) for k, v in {**block_w, 'wo': with_nan(block_w['wo'])}.items()}, 2),
+        lambda: block_torch.Block.from_weights(
+            {k: torch.from_numpy(v.T.copy()) for k, v in {**block_w, "wo": with_nan(block_w["wo"])}.items()}, 2
+        ),
         ValueError,
         (
             "wo contains NaN at index (5, 0); attention would spread it into NaN outputs without a "
@@ -1703,7 +1729,11 @@ BAD_INPUTS = [
     Bad(
         "block_torch.Block.from_encoder_layer",
         "torch_block_from_encoder_layer_tanh_gelu",
-        lambda: block_torch.Block.from_encoder_layer(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=torch.nn.GELU(approximate='tanh'), batch_first=True, norm_first=True)),
+        lambda: block_torch.Block.from_encoder_layer(
+            torch.nn.TransformerEncoderLayer(
+                8, 2, 16, dropout=0.0, activation=torch.nn.GELU(approximate="tanh"), batch_first=True, norm_first=True
+            )
+        ),
         ValueError,
         (
             "layer.activation must be relu or exact gelu (the function F.relu / F.gelu, the module "
@@ -1735,7 +1765,7 @@ BAD_INPUTS = [
     Bad(
         "block_torch.activate",
         "torch_activate_numpy",
-        lambda: block_torch.activate(np.ones(3), 'relu'),
+        lambda: block_torch.activate(np.ones(3), "relu"),
         TypeError,
         (
             "z must be a torch.Tensor here, got ndarray; convert it with torch.from_numpy(z), or use "
@@ -1963,7 +1993,7 @@ BAD_INPUTS = [
     Bad(
         "induction.loss_per_position",
         "loss_per_position_no_model",
-        lambda: induction.loss_per_position('model', induction_tokens),
+        lambda: induction.loss_per_position("model", induction_tokens),
         TypeError,
         ("model must be the trained model from induction.load_induction_model(), got str"),
     ),
@@ -1977,7 +2007,7 @@ BAD_INPUTS = [
     Bad(
         "induction.load_induction_model",
         "load_induction_model_json_file",
-        lambda: induction.load_induction_model(DATA / 'induction_heads.json'),
+        lambda: induction.load_induction_model(DATA / "induction_heads.json"),
         ValueError,
         (
             f"{DATA / 'induction_heads.json'} is not an induction-heads weights file"
@@ -1987,12 +2017,9 @@ BAD_INPUTS = [
     Bad(
         "induction.load_induction_model",
         "load_induction_model_toy_file",
-        lambda: induction.load_induction_model(DATA / 'toy_heads.npz'),
+        lambda: induction.load_induction_model(DATA / "toy_heads.npz"),
         ValueError,
-        (
-            f"{DATA / 'toy_heads.npz'} is not an induction-heads weights file: no "
-            "valid 'config' and 'learning_rate'"
-        ),
+        (f"{DATA / 'toy_heads.npz'} is not an induction-heads weights file: no valid 'config' and 'learning_rate'"),
     ),
     Bad(
         "induction.repeated_tokens",
@@ -2007,7 +2034,13 @@ BAD_INPUTS = [
     Bad(
         "induction.InductionModel",
         "induction_model_short_embedding",
-        lambda: induction.InductionModel(induction_model.config, induction_model.token_embedding[:5], induction_model.position_embedding, induction_model.layers, induction_model.unembedding),
+        lambda: induction.InductionModel(
+            induction_model.config,
+            induction_model.token_embedding[:5],
+            induction_model.position_embedding,
+            induction_model.layers,
+            induction_model.unembedding,
+        ),
         ValueError,
         (
             "InductionModel.token_embedding must have shape (32, 32) for InductionConfig(vocab=32, "
@@ -2018,12 +2051,15 @@ BAD_INPUTS = [
     Bad(
         "induction.InductionModel",
         "induction_model_layers_list",
-        lambda: induction.InductionModel(induction_model.config, induction_model.token_embedding, induction_model.position_embedding, list(induction_model.layers), induction_model.unembedding),
-        TypeError,
-        (
-            "layers must be a non-empty tuple of mha_numpy.MultiHead layers, got list ['MultiHead', "
-            "'MultiHead']"
+        lambda: induction.InductionModel(
+            induction_model.config,
+            induction_model.token_embedding,
+            induction_model.position_embedding,
+            list(induction_model.layers),
+            induction_model.unembedding,
         ),
+        TypeError,
+        ("layers must be a non-empty tuple of mha_numpy.MultiHead layers, got list ['MultiHead', 'MultiHead']"),
     ),
     # ----- inspect_heads -----------------------------------------------------------------------------
     Bad(
@@ -2167,7 +2203,7 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.head_maps",
         "head_maps_nan_x",
-        lambda: inspect_heads.head_maps(with_nan(x_np), w_np['wq'], w_np['wk'], 2),
+        lambda: inspect_heads.head_maps(with_nan(x_np), w_np["wq"], w_np["wk"], 2),
         ValueError,
         (
             "x contains NaN at index (0, 0, 5); attention would spread it into NaN outputs without a "
@@ -2178,7 +2214,7 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.head_maps",
         "head_maps_x_width",
-        lambda: inspect_heads.head_maps(x_np[..., :6], w_np['wq'], w_np['wk'], 2),
+        lambda: inspect_heads.head_maps(x_np[..., :6], w_np["wq"], w_np["wk"], 2),
         ValueError,
         (
             "x has width 6 on its last axis but the layer width D is 8; make sure the last axis holds "
@@ -2188,14 +2224,14 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.head_maps",
         "head_maps_wk_shape",
-        lambda: inspect_heads.head_maps(x_np, w_np['wq'], w_np['wk'][:, :6], 2),
+        lambda: inspect_heads.head_maps(x_np, w_np["wq"], w_np["wk"][:, :6], 2),
         ValueError,
         ("wq and wk must have the same shape (D, D), got wq (8, 8) and wk (8, 6)"),
     ),
     Bad(
         "inspect_heads.head_maps",
         "head_maps_scores_overflow",
-        lambda: inspect_heads.head_maps(x_np * 1e200, w_np['wq'], w_np['wk'], 2),
+        lambda: inspect_heads.head_maps(x_np * 1e200, w_np["wq"], w_np["wk"], 2),
         ValueError,
         (
             "head_maps overflowed: x is finite but so large (largest |x| = 2.33e+200) that numbers "
@@ -2233,32 +2269,26 @@ BAD_INPUTS = [
         "head_roles_empty",
         lambda: inspect_heads.head_roles({}, 0.6),
         ValueError,
-        (
-            "behaviour must be a non-empty dict of relationship -> (h,) weights, as head_behaviour "
-            "returns, got {}"
-        ),
+        ("behaviour must be a non-empty dict of relationship -> (h,) weights, as head_behaviour returns, got {}"),
     ),
     Bad(
         "inspect_heads.head_roles",
         "head_roles_threshold_string",
-        lambda: inspect_heads.head_roles({'previous': np.ones(2)}, '0.6'),
+        lambda: inspect_heads.head_roles({"previous": np.ones(2)}, "0.6"),
         TypeError,
         ("threshold must be a share of the weight, in (0, 1], got str '0.6'"),
     ),
     Bad(
         "inspect_heads.head_roles",
         "head_roles_uneven_entries",
-        lambda: inspect_heads.head_roles({'previous': np.ones(2), 'next': np.ones(3)}),
+        lambda: inspect_heads.head_roles({"previous": np.ones(2), "next": np.ones(3)}),
         ValueError,
-        (
-            "every entry of behaviour must have the same shape (h,), got {'previous': (2,), 'next': "
-            "(3,)}"
-        ),
+        ("every entry of behaviour must have the same shape (h,), got {'previous': (2,), 'next': (3,)}"),
     ),
     Bad(
         "inspect_heads.load_toy_heads",
         "load_toy_heads_induction_file",
-        lambda: inspect_heads.load_toy_heads(DATA / 'induction_heads.npz'),
+        lambda: inspect_heads.load_toy_heads(DATA / "induction_heads.npz"),
         ValueError,
         (
             f"{DATA / 'induction_heads.npz'} is not a toy-heads weights file (a .npz"
@@ -2269,7 +2299,7 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.load_toy_heads",
         "load_toy_heads_json_file",
-        lambda: inspect_heads.load_toy_heads(DATA / 'head_count_comparison.json'),
+        lambda: inspect_heads.load_toy_heads(DATA / "head_count_comparison.json"),
         ValueError,
         (
             f"{DATA / 'head_count_comparison.json'} is not a toy-heads weights file "
@@ -2296,7 +2326,14 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.ToyHeads",
         "toy_heads_readout_transposed",
-        lambda: inspect_heads.ToyHeads(toy_model.config, toy_model.token_embedding, toy_model.position_embedding, toy_model.layer, toy_model.readout.T, toy_model.accuracy),
+        lambda: inspect_heads.ToyHeads(
+            toy_model.config,
+            toy_model.token_embedding,
+            toy_model.position_embedding,
+            toy_model.layer,
+            toy_model.readout.T,
+            toy_model.accuracy,
+        ),
         ValueError,
         (
             "ToyHeads.readout must have shape (16, 18) for ToyConfig(symbols=6, length=8, width=16, "
@@ -2306,19 +2343,25 @@ BAD_INPUTS = [
     Bad(
         "inspect_heads.ToyHeads",
         "toy_heads_no_layer",
-        lambda: inspect_heads.ToyHeads(toy_model.config, toy_model.token_embedding, toy_model.position_embedding, None, toy_model.readout, toy_model.accuracy),
+        lambda: inspect_heads.ToyHeads(
+            toy_model.config,
+            toy_model.token_embedding,
+            toy_model.position_embedding,
+            None,
+            toy_model.readout,
+            toy_model.accuracy,
+        ),
         TypeError,
         ("layer must be a mha_numpy.MultiHead, got NoneType"),
     ),
     Bad(
         "inspect_heads.HeadCountComparison",
         "head_count_comparison_short_accuracy",
-        lambda: inspect_heads.HeadCountComparison((1, 4), (0,), ('previous',), np.zeros((1, 1, 1)), np.zeros((2, 1)), {}, {}),
-        ValueError,
-        (
-            "HeadCountComparison.accuracy must have shape (2, 1, 1) (head counts, seeds, targets), got "
-            "(1, 1, 1)"
+        lambda: inspect_heads.HeadCountComparison(
+            (1, 4), (0,), ("previous",), np.zeros((1, 1, 1)), np.zeros((2, 1)), {}, {}
         ),
+        ValueError,
+        ("HeadCountComparison.accuracy must have shape (2, 1, 1) (head counts, seeds, targets), got (1, 1, 1)"),
     ),
     # ----- toy_task ----------------------------------------------------------------------------------
     Bad(
@@ -2876,7 +2919,9 @@ BAD_INPUTS = [
     Bad(
         "checks.heads_at_work.check_double_ablation",
         "check_double_ablation_bad_pair",
-        lambda: heads_at_work.check_double_ablation(1.0, induction_model, induction.repeated_tokens(2, 32, 12), [(0, 0), (2, 0)]),
+        lambda: heads_at_work.check_double_ablation(
+            1.0, induction_model, induction.repeated_tokens(2, 32, 12), [(0, 0), (2, 0)]
+        ),
         ValueError,
         ("ablated layer must be in 0 .. 1, got ablated layer=2"),
     ),
@@ -3039,7 +3084,11 @@ def test_every_public_name_has_a_row() -> None:
 def test_the_method_rule_sees_methods() -> None:
     """The coverage rule above would pass vacuously if it found no methods; it finds these."""
     names = set(public_names())
-    assert {"block_numpy.Block.from_weights", "block_torch.Block.from_encoder_layer", "inspect_heads.ToyHeads.labels"} <= names
+    assert {
+        "block_numpy.Block.from_weights",
+        "block_torch.Block.from_encoder_layer",
+        "inspect_heads.ToyHeads.labels",
+    } <= names
     assert "block_torch.Block.forward" not in names  # the class's own rows cover its call
 
 

@@ -226,9 +226,10 @@ class Block:
         check_width("x", tuple(x.shape), self.width)
         check_finite("x", x)
         allowed = causal_mask(x.shape[1]) if check_flag("causal", causal) else None
-        attended, weights = self.attention(_layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps), allowed=allowed)
-        stream = x + attended  # the heads write into the stream
+        normalised = _layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps)  # finite: its variance was checked
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words
+            attended, weights = self.attention._forward(normalised, normalised, allowed)  # checked above
+            stream = x + attended  # the heads write into the stream
             stream = stream + self._ffn(_layer_norm(stream, self.norm2_gain, self.norm2_bias, self.eps))  # the FFN too
         check_overflow("Block", stream, {"x": x})
         return stream, weights

@@ -220,7 +220,6 @@ def load_induction_model(path: Path | str = DATA_PATH) -> InductionModel:
 
 
 def _check_tokens(model: InductionModel, tokens: Any, most: int) -> None:
-    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     check_array("tokens", tokens, "numpy", "(B, T)", floating=False)
     if tokens.dtype.kind not in "iu" or not 1 <= tokens.shape[1] <= most:
         raise ValueError(f"tokens must be integer ids (B, T) with 1 <= T <= {most}, got {tokens.dtype} {tokens.shape}")
@@ -257,11 +256,10 @@ def _check_ablate(model: InductionModel, ablate: Iterable[tuple[int, int]]) -> s
         raise TypeError(f"ablate must be a list of (layer, head) pairs, {example}; got {type(ablate).__name__}")
     pairs = list(ablate)
     if any(isinstance(item, numbers.Integral) for item in pairs):
+        fix = f"for one head, wrap the pair in a list: [{tuple(pairs)!r}]" if len(pairs) == 2 else example
         raise TypeError(
             f"ablate must be a list of (layer, head) pairs, got {type(ablate).__name__} {ablate!r} holding plain "
-            f"numbers; for one head, wrap the pair in a list: [{tuple(pairs)!r}]"
-            if len(pairs) == 2
-            else f"ablate must be a list of (layer, head) pairs, {example}; got {ablate!r}"
+            f"numbers; {fix}"
         )
     off = set()
     for index, pair in enumerate(pairs):

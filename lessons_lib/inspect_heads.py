@@ -197,11 +197,13 @@ def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]
         raise TypeError(f"threshold must be a share of the weight, in (0, 1], got {kind} {threshold!r}")
     if not 0 < float(threshold) <= 1:
         raise ValueError(f"threshold must be a share of the weight, in (0, 1], got {float(threshold)!r}")
-    if not isinstance(behaviour, dict) or not behaviour:
-        raise ValueError(
-            f"behaviour must be a non-empty dict of relationship -> (h,) weights, as head_behaviour returns, "
-            f"got {behaviour!r}"
+    if not isinstance(behaviour, dict):
+        raise TypeError(
+            f"behaviour must be a dict of relationship -> (h,) weights, as head_behaviour returns, "
+            f"got {type(behaviour).__name__}"
         )
+    if not behaviour:
+        raise ValueError("behaviour must name at least one relationship (as head_behaviour returns), got {}")
     names = list(behaviour)
     for name in names:
         check_array(f"behaviour[{name!r}]", behaviour[name], "numpy", "(h,)")

@@ -2269,7 +2269,14 @@ BAD_INPUTS = [
         "head_roles_empty",
         lambda: inspect_heads.head_roles({}, 0.6),
         ValueError,
-        ("behaviour must be a non-empty dict of relationship -> (h,) weights, as head_behaviour returns, got {}"),
+        ("behaviour must name at least one relationship (as head_behaviour returns), got {}"),
+    ),
+    Bad(
+        "inspect_heads.head_roles",
+        "head_roles_not_a_dict",
+        lambda: inspect_heads.head_roles([np.ones(2)], 0.6),
+        TypeError,
+        ("behaviour must be a dict of relationship -> (h,) weights, as head_behaviour returns, got list"),
     ),
     Bad(
         "inspect_heads.head_roles",

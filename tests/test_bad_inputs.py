@@ -795,6 +795,20 @@ BAD_INPUTS = [
             "it by its largest absolute value, or normalise it (LayerNorm)"
         ),
     ),
+    Bad(
+        "gqa_torch.GroupedQueryAttention.from_weights",
+        "torch_gqa_from_weights_kv_heads_none",
+        lambda: gqa_torch.GroupedQueryAttention.from_weights(
+            torch_gqa_layer.wq.weight,
+            torch_gqa_layer.wk.weight,
+            torch_gqa_layer.wv.weight,
+            torch_gqa_layer.wo.weight,
+            4,
+            None,
+        ),
+        TypeError,
+        ("kv_heads must be an int, got NoneType None"),
+    ),
     # ----- kv_cache ----------------------------------------------------------------------------------
     Bad(
         "kv_cache.kv_cache_bytes",
@@ -2640,6 +2654,13 @@ BAD_INPUTS = [
         lambda: matching_pytorch.check_causal_mha(None, "mha", torch.ones(1, 3, 8)),
         TypeError,
         ("mha must be an nn.MultiheadAttention with one in_proj_weight, got str"),
+    ),
+    Bad(
+        "checks.matching_pytorch.check_key_padding_mask",
+        "check_key_padding_mask_float_S",
+        lambda: matching_pytorch.check_key_padding_mask(np.zeros((2, 4), dtype=bool), np.array([2, 3]), 4.0),
+        TypeError,
+        ("S must be an int, got float 4.0"),
     ),
     # ----- checks.inspecting_heads -------------------------------------------------------------------
     Bad(

@@ -27,11 +27,15 @@ from numpy.typing import DTypeLike, NDArray
 
 from lessons_lib.mha_numpy import MultiHead, causal_mask
 from lessons_lib.validation import (
+    NORM_OVERFLOW,
     check_array,
+    check_eps,
     check_finite,
+    check_flag,
     check_float_dtype,
     check_int,
     check_norm_inputs,
+    check_overflow,
     check_same_dtype,
     check_weight,
     check_width,
@@ -55,14 +59,21 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf
 
 
 def layer_norm(x: Array, gain: Array, bias: Array | None = None, eps: float = 1e-5) -> Array:
-    """LayerNorm over the last axis of ``x (..., D)`` with ``gain (D,)`` and optional ``bias (D,)``."""
+    """LayerNorm over the last axis of ``x (..., D)`` with ``gain (D,)`` and optional ``bias (D,)``.
+
+    ``x`` must be finite; a finite ``x`` so large that its variance overflows is refused with a
+    ``ValueError`` that says so (it would silently normalise to 0).
+    """
     check_norm_inputs(x, gain, bias, eps, "numpy")
+    check_finite("x", x)
     return _layer_norm(x, gain, bias, eps)
 
 
 def _layer_norm(x: Array, gain: Array, bias: Array | None, eps: float) -> Array:
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., 1): the biased variance, as nn.LayerNorm
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words
+        var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., 1): the biased variance, as nn.LayerNorm
+    check_overflow("LayerNorm", var, {"x": x}, NORM_OVERFLOW)
     y: Array = (x - mean) / np.sqrt(var + eps) * gain
     return y if bias is None else y + bias
 
@@ -81,6 +92,7 @@ def activate(z: Array, activation: str) -> Array:
 def weight_shapes(width: int, hidden: int, bias: bool = True) -> dict[str, tuple[int, ...]]:
     """The block's arrays and their NumPy ``(in, out)`` shapes; ``hidden`` is the FFN width ``F``."""
     D, F = check_int("width", width, symbol="D"), check_int("hidden", hidden, symbol="F")
+    bias = check_flag("bias", bias)
     shapes: dict[str, tuple[int, ...]] = {"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D)}
     shapes |= {"norm1_gain": (D,), "norm2_gain": (D,), "w_in": (D, F), "w_out": (F, D)}
     if bias:
@@ -94,6 +106,7 @@ def init_block_weights(
     """Float64 starting weights: attention from `mha_numpy.init_weights` (via `MultiHead`), gains 1,
     LayerNorm biases 0, FFN weights and biases uniform in ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``."""
     width, hidden = check_int("width", width, symbol="D"), check_int("hidden", hidden, symbol="F")
+    bias = check_flag("bias", bias)
     attention = MultiHead(width, heads, seed)
     rng = np.random.default_rng((seed, 1))  # a stream of its own, apart from the attention weights
     shapes = weight_shapes(width, hidden, bias)
@@ -114,7 +127,10 @@ class Block:
 
     Attributes: ``attention`` (a `MultiHead`), ``norm1_gain, norm1_bias, norm2_gain, norm2_bias``
     ``(D,)`` (biases ``None`` when ``bias=False``), ``w_in (D, F)``, ``b_in (F,)``, ``w_out (F, D)``,
-    ``b_out (D,)``, ``activation`` and ``eps``.
+    ``b_out (D,)``, ``activation`` and ``eps`` (a finite positive float).
+
+    Weights and inputs must be finite; a finite input so large that a LayerNorm's variance or the
+    attention scores overflow is refused with a ``ValueError`` that says so (not rescaled).
     """
 
     def __init__(
@@ -140,8 +156,15 @@ class Block:
         """
         if not isinstance(weights, dict) or "w_in" not in weights or "wq" not in weights:
             raise TypeError("weights must be a dict of arrays with the names of weight_shapes(), e.g. 'wq', 'w_in'")
+        check_array("wq", weights["wq"], "numpy", "(D, D)")
         check_array("w_in", weights["w_in"], "numpy", "(D, F)")
-        D, F = (int(n) for n in weights["w_in"].shape)
+        D, F = int(weights["wq"].shape[0]), int(weights["w_in"].shape[1])
+        if weights["w_in"].shape[0] != D:
+            flipped = "; it looks transposed: pass w_in.T" if weights["w_in"].shape[1] == D else ""
+            raise ValueError(
+                f"w_in must have shape (D, F) = ({D}, F), with D={D} read from wq (NumPy's (in, out) layout), "
+                f"got {tuple(weights['w_in'].shape)}{flipped}"
+            )
         with_bias, without = weight_shapes(D, F, True), weight_shapes(D, F, False)
         if set(weights) not in (set(with_bias), set(without)):
             raise ValueError(
@@ -158,8 +181,7 @@ class Block:
     def _set_weights(self, w: dict[str, Array], heads: int, activation: str, eps: float) -> None:
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        if not (isinstance(eps, float) and eps > 0):
-            raise ValueError(f"eps must be a positive float (it keeps LayerNorm from dividing by zero), got {eps!r}")
+        eps = check_eps(eps)
         self.attention = MultiHead.from_weights(w["wq"], w["wk"], w["wv"], w["wo"], heads)
         self.norm1_gain, self.norm1_bias = w["norm1_gain"], w.get("norm1_bias")
         self.norm2_gain, self.norm2_bias = w["norm2_gain"], w.get("norm2_bias")
@@ -183,6 +205,11 @@ class Block:
 
     def ffn(self, z: Array) -> Array:
         """The feed-forward sub-layer on ``z (B, T, D)``: each position on its own, ``(B, T, D)``."""
+        check_array("z", z, "numpy", "(B, T, D)", self.dtype)
+        check_width("z", tuple(z.shape), self.width)
+        return self._ffn(z)
+
+    def _ffn(self, z: Array) -> Array:
         hidden = z @ self.w_in if self.b_in is None else z @ self.w_in + self.b_in  # (B, T, D) -> (B, T, F)
         out = activate(hidden, self.activation) @ self.w_out  # (B, T, F) -> (B, T, D)
         return out if self.b_out is None else out + self.b_out
@@ -191,15 +218,21 @@ class Block:
         """The block on the residual stream ``x (B, T, D)``; ``causal``: position ``t`` sees ``0 .. t``.
 
         Returns ``(new stream (B, T, D), attention weights (B, h, T, T))``.
+
+        ``x`` must be finite. A finite ``x`` so large that a LayerNorm's variance (or a later sum)
+        overflows is refused with a ``ValueError`` that says so (the block does not rescale it).
         """
         check_array("x", x, "numpy", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
         check_finite("x", x)
-        allowed = causal_mask(x.shape[1]) if causal else None
-        attended, weights = self.attention(_layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps), allowed=allowed)
-        x = x + attended  # the heads write into the stream
-        x = x + self.ffn(_layer_norm(x, self.norm2_gain, self.norm2_bias, self.eps))  # so does the FFN
-        return x, weights
+        allowed = causal_mask(x.shape[1]) if check_flag("causal", causal) else None
+        normalised = _layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps)  # finite: its variance was checked
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words
+            attended, weights = self.attention._forward(normalised, normalised, allowed)  # checked above
+            stream = x + attended  # the heads write into the stream
+            stream = stream + self._ffn(_layer_norm(stream, self.norm2_gain, self.norm2_bias, self.eps))  # the FFN too
+        check_overflow("Block", stream, {"x": x})
+        return stream, weights
 
     def __repr__(self) -> str:
         bias = self.b_in is not None

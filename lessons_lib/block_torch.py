@@ -20,10 +20,14 @@ from torch.nn.utils import skip_init
 from lessons_lib.block_numpy import ACTIVATIONS, init_block_weights, weight_shapes
 from lessons_lib.mha_torch import MultiHead, causal_mask
 from lessons_lib.validation import (
+    NORM_OVERFLOW,
     check_array,
+    check_eps,
     check_finite,
+    check_flag,
     check_float_dtype,
     check_norm_inputs,
+    check_overflow,
     check_same_dtype,
     check_weight,
     check_width,
@@ -44,14 +48,17 @@ TORCH_LAYOUTS = {
 
 
 def layer_norm(x: Tensor, gain: Tensor, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """LayerNorm over the last axis of ``x (..., D)``; see `block_numpy.layer_norm`."""
+    """LayerNorm over the last axis of ``x (..., D)``; see `block_numpy.layer_norm` (a finite ``x``
+    whose variance overflows is refused the same way)."""
     check_norm_inputs(x, gain, bias, eps, "torch")
+    check_finite("x", x)
     return _layer_norm(x, gain, bias, eps)
 
 
 def _layer_norm(x: Tensor, gain: Tensor, bias: Tensor | None, eps: float) -> Tensor:
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1): the biased variance, as nn.LayerNorm
+    check_overflow("LayerNorm", var, {"x": x}, NORM_OVERFLOW)
     y = (x - mean) / torch.sqrt(var + eps) * gain
     return y if bias is None else y + bias
 
@@ -93,11 +100,25 @@ def _torch_layout(name: str, array: Any, dtype: torch.dtype) -> Tensor:
     return torch.from_numpy(array.T.copy() if array.ndim == 2 else array.copy()).to(dtype)
 
 
+def _activation_name(activation: Any) -> str | None:
+    """``"relu"`` or ``"gelu"`` for the forms ``nn.TransformerEncoderLayer`` keeps: the function
+    (``F.relu``, ``F.gelu``, from a name), the module (``nn.ReLU()``, ``nn.GELU()`` with the exact
+    erf form); ``None`` for anything else (tanh-approximated GELU included)."""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return "gelu"
+    return None
+
+
 class Block(nn.Module):
     """A pre-norm transformer block as an ``nn.Module``; the same numbers as `block_numpy.Block`.
 
     Submodules: ``attention`` (`mha_torch.MultiHead`), ``norm1``, ``norm2`` (``nn.LayerNorm``: the
     gain is ``.weight``), ``ffn_in`` ``(D -> F)`` and ``ffn_out`` ``(F -> D)`` (``nn.Linear``).
+
+    Weights and inputs must be finite; a finite input so large that a LayerNorm's variance or the
+    attention scores overflow is refused with a ``ValueError`` that says so (not rescaled).
     """
 
     def __init__(
@@ -125,8 +146,15 @@ class Block(nn.Module):
         ``nn.Linear``'s ``(out, in)`` layout (``w_in`` is ``(F, D)``). All four biases or none."""
         if not isinstance(weights, dict) or "w_in" not in weights or "wq" not in weights:
             raise TypeError("weights must be a dict of tensors with the names of weight_shapes(), e.g. 'wq', 'w_in'")
+        check_array("wq", weights["wq"], "torch", "(D, D)")
         check_array("w_in", weights["w_in"], "torch", "(F, D)")
-        F_, D = (int(n) for n in weights["w_in"].shape)
+        D, F_ = int(weights["wq"].shape[0]), int(weights["w_in"].shape[0])
+        if weights["w_in"].shape[1] != D:
+            flipped = "; it looks like NumPy's (in, out) layout: pass w_in.T" if weights["w_in"].shape[0] == D else ""
+            raise ValueError(
+                f"w_in must have shape (F, D) = (F, {D}), nn.Linear's (out, in) layout with D={D} read from wq, "
+                f"got {tuple(weights['w_in'].shape)}{flipped}"
+            )
         with_bias, without = weight_shapes(D, F_, True), weight_shapes(D, F_, False)
         if set(weights) not in (set(with_bias), set(without)):
             raise ValueError(
@@ -144,8 +172,7 @@ class Block(nn.Module):
     def _set_weights(self, w: dict[str, Tensor], heads: int, activation: str, eps: float) -> None:
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        if not (isinstance(eps, float) and eps > 0):
-            raise ValueError(f"eps must be a positive float (it keeps LayerNorm from dividing by zero), got {eps!r}")
+        eps = check_eps(eps)
         self.attention = MultiHead.from_weights(w["wq"], w["wk"], w["wv"], w["wo"], heads)
         self.norm1 = _norm(w["norm1_gain"], w.get("norm1_bias"), eps)
         self.norm2 = _norm(w["norm2_gain"], w.get("norm2_bias"), eps)
@@ -169,6 +196,11 @@ class Block(nn.Module):
 
     def ffn(self, z: Tensor) -> Tensor:
         """The feed-forward sub-layer on ``z (B, T, D)``: each position on its own, ``(B, T, D)``."""
+        check_array("z", z, "torch", "(B, T, D)", self.dtype)
+        check_width("z", tuple(z.shape), self.width)
+        return self._ffn(z)
+
+    def _ffn(self, z: Tensor) -> Tensor:
         hidden = self.ffn_in(z)  # (B, T, D) -> (B, T, F)
         out: Tensor = self.ffn_out(activate(hidden, self.activation))  # (B, T, F) -> (B, T, D)
         return out
@@ -181,12 +213,13 @@ class Block(nn.Module):
         check_array("x", x, "torch", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
         check_finite("x", x)
-        allowed = causal_mask(x.shape[1]).to(x.device) if causal else None
+        allowed = causal_mask(x.shape[1]).to(x.device) if check_flag("causal", causal) else None
         normalised = _layer_norm(x, self.norm1.weight, self.norm1.bias, self.eps)
         attended, weights = self.attention(normalised, allowed=allowed)
-        x = x + attended  # the heads write into the stream
-        x = x + self.ffn(_layer_norm(x, self.norm2.weight, self.norm2.bias, self.eps))  # so does the FFN
-        return x, weights
+        stream = x + attended  # the heads write into the stream
+        stream = stream + self._ffn(_layer_norm(stream, self.norm2.weight, self.norm2.bias, self.eps))  # the FFN too
+        check_overflow("Block", stream, {"x": x})
+        return stream, weights
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}, eps={self.eps}"
@@ -209,9 +242,12 @@ class Block(nn.Module):
         for name, b in (("self_attn.in_proj_bias", attn.in_proj_bias), ("self_attn.out_proj.bias", attn.out_proj.bias)):
             if b is not None and bool(b.detach().any()):
                 raise ValueError(f"{name} is not zero; MultiHead has no attention biases (use bias=False)")
-        activation = {F.relu: "relu", F.gelu: "gelu"}.get(layer.activation)
+        activation = _activation_name(layer.activation)
         if activation is None:
-            raise ValueError(f"layer.activation must be relu or gelu, got {layer.activation!r}")
+            raise ValueError(
+                f"layer.activation must be relu or exact gelu (the function F.relu / F.gelu, the module "
+                f"nn.ReLU() / nn.GELU(), or the name), got {layer.activation!r}"
+            )
         if layer.norm1.eps != layer.norm2.eps:
             raise ValueError(f"norm1 and norm2 must share one eps, got {layer.norm1.eps} and {layer.norm2.eps}")
         wq, wk, wv = attn.in_proj_weight.detach().chunk(3)  # in_proj_weight (3D, D): q, k, v stacked

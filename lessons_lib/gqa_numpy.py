@@ -20,9 +20,11 @@ from lessons_lib.mha_numpy import MultiHead, _attention, _merge_heads, _split_he
 from lessons_lib.validation import (
     check_array,
     check_attend_inputs,
+    check_finite,
     check_float_dtype,
     check_int,
     check_layer_inputs,
+    check_overflow,
     check_relative_error_inputs,
     check_same_dtype,
     check_weight,
@@ -74,11 +76,14 @@ class GroupedQueryAttention:
     of which ``wk`` and ``wv`` keep their first ``h_kv * d_h`` columns (the columns of the first
     ``h_kv`` heads). So with ``kv_heads == heads`` this layer *is* `mha_numpy.MultiHead`.
     `GroupedQueryAttention.from_weights` takes given weights instead.
+
+    Inputs and weights must be finite. Finite inputs so large that the scores overflow are refused
+    with a ``ValueError`` that says so (the layer does not rescale them).
     """
 
     def __init__(self, width: int, heads: int, kv_heads: int, seed: int = 0, dtype: DTypeLike = np.float64) -> None:
-        kv_width = int(kv_heads) * head_width(width, heads)
-        group_size(heads, kv_heads)
+        d_h = head_width(width, heads)
+        kv_width = int(heads) // group_size(heads, kv_heads) * d_h  # h_kv * d_h
         dtype = check_float_dtype(dtype, "numpy")
         w = init_weights(width, seed)
         self.wq: Array = w["wq"].astype(dtype)
@@ -95,8 +100,8 @@ class GroupedQueryAttention:
         ``wk, wv (D, h_kv * d_h)``, one floating dtype. ``nn.Linear`` weights are ``(out, in)``: transpose."""
         check_array("wq", wq, "numpy", "(D, D)")
         D = int(wq.shape[0])
-        kv_width = int(kv_heads) * head_width(D, heads)
-        group_size(heads, kv_heads)
+        d_h = head_width(D, heads)
+        kv_width = int(heads) // group_size(heads, kv_heads) * d_h  # h_kv * d_h
         for name, w in (("wq", wq), ("wo", wo)):
             check_weight(name, w, (D, D), "numpy", "(D, D)")
         for name, w in (("wk", wk), ("wv", wv)):
@@ -133,6 +138,7 @@ class GroupedQueryAttention:
         """
         check_array("context", context, "numpy", "(B, S, D)", self.dtype)
         check_width("context", tuple(context.shape), self.width)
+        check_finite("context", context)
         return self._keys_values(context)
 
     def _keys_values(self, context: Array) -> tuple[Array, Array]:
@@ -146,7 +152,11 @@ class GroupedQueryAttention:
         Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         B, T, S = check_attend_inputs(query, k, v, self, "numpy")
-        return self._attend(query, k, v, layer_mask(allowed, B, self.heads, T, S, "numpy"))
+        allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            output, weights = self._attend(query, k, v, allowed)
+        check_overflow("GroupedQueryAttention.attend", output, {"query": query, "k": k, "v": v})
+        return output, weights
 
     def _attend(self, query: Array, k: Array, v: Array, allowed: Mask | None) -> tuple[Array, Array]:
         q = _split_heads(query @ self.wq, self.heads)  # (B, T, D) -> (B, h, T, d_h)
@@ -164,8 +174,11 @@ class GroupedQueryAttention:
         context = query if context is None else context
         B, T, S = check_layer_inputs(query, context, self.width, self.dtype, "numpy")
         allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")  # -> broadcastable to (B, h, T, S)
-        k, v = self._keys_values(context)  # (B, h_kv, S, d_h) each
-        return self._attend(query, k, v, allowed)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            k, v = self._keys_values(context)  # (B, h_kv, S, d_h) each
+            output, weights = self._attend(query, k, v, allowed)
+        check_overflow("GroupedQueryAttention", output, {"query": query, "context": context})
+        return output, weights
 
     def __repr__(self) -> str:
         return (

@@ -18,9 +18,11 @@ from lessons_lib.mha_torch import MultiHead, _attention, _merge_heads, _split_he
 from lessons_lib.validation import (
     check_array,
     check_attend_inputs,
+    check_finite,
     check_float_dtype,
     check_int,
     check_layer_inputs,
+    check_overflow,
     check_relative_error_inputs,
     check_same_dtype,
     check_weight,
@@ -60,13 +62,16 @@ class GroupedQueryAttention(nn.Module):
     numbers as `gqa_numpy.GroupedQueryAttention` with the same seed, transposed:
     ``layer.wk.weight == numpy_layer.wk.T``. With ``kv_heads == heads`` this is
     `mha_torch.MultiHead`. `GroupedQueryAttention.from_weights` takes given weights instead.
+
+    Inputs and weights must be finite. Finite inputs so large that the scores overflow are refused
+    with a ``ValueError`` that says so (the layer does not rescale them).
     """
 
     def __init__(
         self, width: int, heads: int, kv_heads: int, seed: int = 0, dtype: torch.dtype = torch.float32
     ) -> None:
-        kv_width = int(kv_heads) * head_width(width, heads)
-        group_size(heads, kv_heads)
+        d_h = head_width(width, heads)
+        kv_width = int(heads) // group_size(heads, kv_heads) * d_h  # h_kv * d_h
         w = linear_weights(width, seed, check_float_dtype(dtype, "torch"))
         super().__init__()
         self.wq = linear(w["wq"])
@@ -83,8 +88,8 @@ class GroupedQueryAttention(nn.Module):
         ``wq, wo (D, D)``, ``wk, wv (h_kv * d_h, D)``, one floating dtype."""
         check_array("wq", wq, "torch", "(D, D)")
         D = int(wq.shape[0])
-        kv_width = int(kv_heads) * head_width(D, heads)
-        group_size(heads, kv_heads)
+        d_h = head_width(D, heads)
+        kv_width = int(heads) // group_size(heads, kv_heads) * d_h  # h_kv * d_h
         for name, w in (("wq", wq), ("wo", wo)):
             check_weight(name, w, (D, D), "torch", "(D, D)")
         for name, w in (("wk", wk), ("wv", wv)):
@@ -120,6 +125,7 @@ class GroupedQueryAttention(nn.Module):
         """Project ``context (B, S, D)`` to keys and values, each ``(B, h_kv, S, d_h)``."""
         check_array("context", context, "torch", "(B, S, D)", self.dtype)
         check_width("context", tuple(context.shape), self.width)
+        check_finite("context", context)
         return self._keys_values(context)
 
     def _keys_values(self, context: Tensor) -> tuple[Tensor, Tensor]:
@@ -133,7 +139,10 @@ class GroupedQueryAttention(nn.Module):
         Returns ``(output (B, T, D), weights (B, h, T, S))``.
         """
         B, T, S = check_attend_inputs(query, k, v, self, "torch")
-        return self._attend(query, k, v, layer_mask(allowed, B, self.heads, T, S, "torch"))
+        allowed = layer_mask(allowed, B, self.heads, T, S, "torch")
+        output, weights = self._attend(query, k, v, allowed)
+        check_overflow("GroupedQueryAttention.attend", output, {"query": query, "k": k, "v": v})
+        return output, weights
 
     def _attend(self, query: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> tuple[Tensor, Tensor]:
         q = _split_heads(self.wq(query), self.heads)  # (B, T, D) -> (B, h, T, d_h)
@@ -154,7 +163,9 @@ class GroupedQueryAttention(nn.Module):
         B, T, S = check_layer_inputs(query, context, self.width, self.dtype, "torch")
         allowed = layer_mask(allowed, B, self.heads, T, S, "torch")  # -> broadcastable to (B, h, T, S)
         k, v = self._keys_values(context)  # (B, h_kv, S, d_h) each
-        return self._attend(query, k, v, allowed)
+        output, weights = self._attend(query, k, v, allowed)
+        check_overflow("GroupedQueryAttention", output, {"query": query, "context": context})
+        return output, weights
 
     def extra_repr(self) -> str:
         return (

@@ -26,6 +26,7 @@ induction head's *keys* can look for "previous token = my current token": compos
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,12 @@ from lessons_lib.validation import (
     check_instance,
     check_int,
     check_layer_inputs,
+    check_rate,
+    check_record,
     check_seed,
     head_width,
     layer_mask,
+    load_npz,
 )
 
 __all__ = [
@@ -76,6 +80,7 @@ Tokens = NDArray[np.int64]
 DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
 ONE_LAYER_PATH = DATA_PATH.with_name("induction_one_layer.npz")  # the same training, one layer of heads
 EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
+DRAW_LIMIT = 2**22  # the most random numbers repeated_tokens draws (batch x vocab): 32 MiB, well under a second
 CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
 
 
@@ -101,6 +106,7 @@ class InductionConfig:
         head_width(self.width, self.heads)
         for name in CONFIG_FIELDS:
             check_int(f"InductionConfig.{name}", getattr(self, name), low=0 if name == "seed" else 1)
+        check_rate("InductionConfig.learning_rate", self.learning_rate)
         if self.shortest > self.half:
             raise ValueError(f"shortest={self.shortest} must be <= half L={self.half}")
         if self.half > self.vocab:
@@ -119,13 +125,23 @@ def repeated_tokens(batch: int, vocab: int, half: int, seed: int = 0, shortest: 
     drawn from ``shortest .. L``, and random tokens fill the rest: ``A_b A_b filler``. The repeat then
     starts at a different position in each sequence, so no head can find the earlier copy by position
     alone; only reading the tokens (an induction circuit) works.
+
+    Each sequence's distinct tokens come from a random order of the whole vocabulary, so ``B x V``
+    random numbers are drawn: ``B * V`` is at most 2**22 (larger requests are refused at once).
     """
     batch, vocab, half = check_int("batch", batch, symbol="B"), check_int("vocab", vocab), check_int("half", half)
     seed = check_seed("seed", seed)
     if half > vocab:
         raise ValueError(f"half L={half} must be <= vocab V={vocab} (the first half has distinct tokens)")
+    if batch * vocab > DRAW_LIMIT:
+        raise ValueError(
+            f"batch * vocab must be at most 2**22 = {DRAW_LIMIT} (one random number per token of the vocabulary "
+            f"and sequence), got {batch} * {vocab} = {batch * vocab}; use a smaller vocab or batch"
+        )
     rng = np.random.default_rng(seed)
-    first = rng.random((batch, vocab)).argsort(axis=1)[:, :half]  # a random permutation's first L
+    keys = rng.random((batch, vocab))  # a random order of the vocabulary per sequence: sort by key
+    first = np.argpartition(keys, half - 1, axis=1)[:, :half]  # the L smallest keys, unordered
+    first = np.take_along_axis(first, np.take_along_axis(keys, first, axis=1).argsort(axis=1), axis=1)  # in order
     tokens = np.concatenate([first, first], axis=1)  # (B, 2L)
     if shortest is not None:
         shortest = check_int("shortest", shortest, high=half)
@@ -147,6 +163,18 @@ class InductionModel:
     position_embedding: Array
     layers: tuple[MultiHead, ...]
     unembedding: Array
+
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, InductionConfig, "an induction.InductionConfig")
+        c = self.config
+        if not (isinstance(self.layers, tuple) and self.layers and all(isinstance(m, MultiHead) for m in self.layers)):
+            kinds = [type(m).__name__ for m in self.layers] if isinstance(self.layers, (list, tuple)) else ""
+            raise TypeError(
+                f"layers must be a non-empty tuple of mha_numpy.MultiHead layers, got {type(self.layers).__name__} "
+                f"{kinds}".rstrip()
+            )
+        shapes = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.context, c.width)}
+        check_record(self, shapes | {"unembedding": (c.width, c.vocab)})
 
 
 def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:
@@ -178,8 +206,7 @@ def load_induction_model(path: Path | str = DATA_PATH) -> InductionModel:
         raise FileNotFoundError(
             f"no induction-heads weights at {path}; run `python scripts/train_induction_heads.py` to create them"
         )
-    with np.load(path) as data:
-        arrays = {name: data[name] for name in data.files}
+    arrays = load_npz(path, "an induction-heads weights file (a .npz written by induction.save_weights)")
     missing = sorted({"config", "learning_rate"} - set(arrays))
     if missing or np.shape(arrays["config"]) != (len(CONFIG_FIELDS),):
         raise ValueError(f"{path} is not an induction-heads weights file: no valid 'config' and 'learning_rate'")
@@ -231,10 +258,27 @@ def _head_writes(layer: MultiHead, x: Array, allowed: NDArray[np.bool_] | None) 
 
 
 def _check_ablate(model: InductionModel, ablate: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
-    off = set(ablate)
-    for at_layer, head in off:
-        check_int("ablated layer", at_layer, low=0, high=model.config.layers - 1)
-        check_int("ablated head", head, low=0, high=model.config.heads - 1)
+    """``ablate`` as a set of ``(layer, head)`` int pairs; any iterable of pairs (tuples, lists) works."""
+    example = "e.g. [(0, 1)] for layer 0, head 1, or [] for none"
+    if isinstance(ablate, (str, bytes)) or not isinstance(ablate, Iterable):
+        raise TypeError(f"ablate must be a list of (layer, head) pairs, {example}; got {type(ablate).__name__}")
+    pairs = list(ablate)
+    if any(isinstance(item, numbers.Integral) for item in pairs):
+        fix = f"for one head, wrap the pair in a list: [{tuple(pairs)!r}]" if len(pairs) == 2 else example
+        raise TypeError(
+            f"ablate must be a list of (layer, head) pairs, got {type(ablate).__name__} {ablate!r} holding plain "
+            f"numbers; {fix}"
+        )
+    off = set()
+    for index, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable):
+            raise TypeError(f"ablate[{index}] must be a (layer, head) pair, got {type(pair).__name__} {pair!r}")
+        items = tuple(pair)
+        if len(items) != 2:
+            raise ValueError(f"ablate[{index}] must be a (layer, head) pair of two ints, got {pair!r}")
+        at_layer = check_int("ablated layer", items[0], low=0, high=model.config.layers - 1)
+        head = check_int("ablated head", items[1], low=0, high=model.config.heads - 1)
+        off.add((at_layer, head))
     return off
 
 
@@ -246,6 +290,7 @@ def run(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]]
 
     Returns ``(logits (B, T, V), weights)``: ``weights[i]`` is layer ``i``'s ``(B, h, T, T)``.
     """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     _check_tokens(model, tokens, model.config.context)
     off = _check_ablate(model, ablate)
     T = tokens.shape[1]
@@ -275,6 +320,7 @@ def path_ablation_scores(model: InductionModel, tokens: Tokens) -> dict[str, Arr
     property of the weights alone, computed by `weight_composition_scores`. (`composition_scores`
     is the old name of this function and still works.)
     """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     _check_tokens(model, tokens, model.config.context)
     if model.config.layers != 2:
         raise ValueError(f"path_ablation_scores reads a two-layer model, this one has {model.config.layers} layers")
@@ -366,6 +412,7 @@ def loss_per_position(model: InductionModel, tokens: Tokens, ablate: Iterable[tu
     (unpredictable: at best ``ln(V - t - 1)``, see `unseen_token_loss`), position ``L - 1`` the
     repeat's first token, and ``L .. 2L-2`` the rest of the repeat.
     """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     _check_tokens(model, tokens, model.config.context + 1)
     if tokens.shape[1] < 2:
         raise ValueError(f"tokens needs at least 2 positions (an input and its next token), got {tokens.shape}")
@@ -389,6 +436,10 @@ def previous_token_score(weights: Array, positions: int | None = None) -> Array:
     """
     _check_weights(weights)
     T = weights.shape[-1]
+    if T < 2:
+        raise ValueError(
+            f"weights cover T={T} position; a previous-token score needs T >= 2, got shape {weights.shape}"
+        )
     P = T if positions is None else check_int("positions", positions, low=2, high=T, symbol="P")
     t = np.arange(1, P)
     score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - 1) -> (h,)
@@ -402,6 +453,10 @@ def induction_score(weights: Array, half: int) -> Array:
     """
     _check_weights(weights)
     T = weights.shape[-1]
+    if T < 2:
+        raise ValueError(
+            f"weights cover T={T} position; an induction score needs T > L >= 1, got shape {weights.shape}"
+        )
     half = check_int("half", half, high=T - 1, symbol="L")
     t = np.arange(half, T)
     score: Array = weights[..., t, t - half + 1].mean(axis=(0, 2))  # (B, h, T - L) -> (h,)
@@ -474,6 +529,7 @@ def repeat_prediction_stats(
 
 def ablation_losses(model: InductionModel, tokens: Tokens) -> Array:
     """``(layers, h)``: the mean repeated-half loss (positions ``L .. 2L-2``) with each head zeroed alone."""
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     L = model.config.half
     table = np.zeros((model.config.layers, model.config.heads))
     for i in range(model.config.layers):

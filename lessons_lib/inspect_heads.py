@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,20 @@ from lessons_lib.toy_task import (
     make_batch,
     token_labels,
 )
-from lessons_lib.validation import check_array, check_instance, check_int, divisors, head_width
+from lessons_lib.validation import (
+    check_array,
+    check_finite,
+    check_ids,
+    check_instance,
+    check_int,
+    check_overflow,
+    check_record,
+    check_size,
+    check_width,
+    divisor_options,
+    head_width,
+    load_npz,
+)
 
 Array = NDArray[np.floating]
 
@@ -58,6 +72,8 @@ __all__ = [
 ]
 
 EVAL_SEED = 4  # the fixed evaluation batch lesson 05 measures and shows
+TOY_ARRAYS = ("sizes", "learning_rate", "token_embedding", "position_embedding", "wq", "wk", "wv", "wo", "readout",
+              "accuracy")  # what toy_task.save_weights writes
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,13 @@ class ToyHeads:
     readout: Array
     accuracy: Array
 
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, ToyConfig, "a toy_task.ToyConfig")
+        check_instance("layer", self.layer, MultiHead, "a mha_numpy.MultiHead")
+        c = self.config
+        shapes = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.length, c.width)}
+        check_record(self, shapes | {"readout": (c.width, 3 * c.symbols), "accuracy": (3,)})
+
     def labels(self, tokens: NDArray[np.integer]) -> list[str]:
         """Labels ``a b c`` (plain) / ``A B C`` (marked) for one sequence ``tokens (T,)``."""
         return token_labels(tokens, self.config.symbols)
@@ -87,8 +110,11 @@ def load_toy_heads(path: Path | str = DATA_PATH) -> ToyHeads:
         raise FileNotFoundError(
             f"no toy-heads weights at {path}; run `python scripts/train_toy_heads.py` to create them"
         )
-    with np.load(path) as data:
-        arrays = {name: data[name] for name in data.files}
+    kind = "a toy-heads weights file (a .npz written by toy_task.save_weights)"
+    arrays = load_npz(path, kind)
+    missing = sorted(set(TOY_ARRAYS) - set(arrays))
+    if missing:
+        raise ValueError(f"{path} is not {kind}: it lacks the arrays {missing}")
     config = config_from_sizes(arrays["sizes"], float(arrays["learning_rate"]))
     wq, wk, wv, wo = (arrays[name].astype(np.float64) for name in ("wq", "wk", "wv", "wo"))
     layer = MultiHead.from_weights(wq, wk, wv, wo, config.heads)
@@ -147,6 +173,7 @@ def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Arr
     B, _, T, S = weights.shape
     if T != S:
         raise ValueError(f"head_behaviour needs self-attention weights with T == S, got {weights.shape}")
+    check_ids("marker", marker, "(B,)", S)
     if marker.shape != (B,):
         raise ValueError(f"marker must have shape (B,) = ({B},), got {tuple(marker.shape)}")
     t = np.arange(T - 1)
@@ -161,10 +188,28 @@ def head_behaviour(weights: Array, marker: NDArray[np.integer]) -> dict[str, Arr
 
 
 def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]:
-    """Name each head by the relationship holding at least ``threshold`` of its weight, else "mixed"."""
-    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 < threshold <= 1:
-        raise ValueError(f"threshold must be a share of the weight, in (0, 1], got {threshold!r}")
+    """Name each head by the relationship holding at least ``threshold`` of its weight, else "mixed".
+
+    ``behaviour`` is what `head_behaviour` returns: relationship name -> ``(h,)`` mean weights.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        kind = type(threshold).__name__
+        raise TypeError(f"threshold must be a share of the weight, in (0, 1], got {kind} {threshold!r}")
+    if not 0 < float(threshold) <= 1:
+        raise ValueError(f"threshold must be a share of the weight, in (0, 1], got {float(threshold)!r}")
+    if not isinstance(behaviour, dict):
+        raise TypeError(
+            f"behaviour must be a dict of relationship -> (h,) weights, as head_behaviour returns, "
+            f"got {type(behaviour).__name__}"
+        )
+    if not behaviour:
+        raise ValueError("behaviour must name at least one relationship (as head_behaviour returns), got {}")
     names = list(behaviour)
+    for name in names:
+        check_array(f"behaviour[{name!r}]", behaviour[name], "numpy", "(h,)")
+    if len({behaviour[name].shape for name in names}) > 1:
+        shapes = {name: behaviour[name].shape for name in names}
+        raise ValueError(f"every entry of behaviour must have the same shape (h,), got {shapes}")
     table = np.stack([behaviour[name] for name in names])  # (relationships, h)
     best = table.argmax(axis=0)
     return [names[r] if table[r, i] >= threshold else "mixed" for i, r in enumerate(best)]
@@ -200,6 +245,16 @@ class HeadCountComparison:
     final_loss: NDArray[np.float64]
     weight_on: dict[str, list[list[list[float]]]]
     config: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        runs = (len(self.head_counts), len(self.seeds))
+        for name, shape in (("accuracy", (*runs, len(self.targets))), ("final_loss", runs)):
+            check_array(f"HeadCountComparison.{name}", getattr(self, name), "numpy", "(...)")
+            if getattr(self, name).shape != shape:
+                raise ValueError(
+                    f"HeadCountComparison.{name} must have shape {shape} (head counts, seeds"
+                    f"{', targets' if name == 'accuracy' else ''}), got {getattr(self, name).shape}"
+                )
 
 
 def load_head_count_comparison(path: Path | str = COMPARISON_PATH) -> HeadCountComparison:
@@ -239,8 +294,12 @@ def average_over_heads(weights: Array) -> Array:
 
 
 def head_options(width: int) -> list[int]:
-    """Every head count ``h`` that splits ``D = width`` into equal heads: the divisors of ``D``."""
-    return divisors(check_int("width", width, symbol="D"))
+    """The head counts ``h`` that split ``D = width`` into equal heads: the divisors of ``D``.
+
+    A widget's choices, so the list stops after a few: every divisor when there are at most 16,
+    else the 15 smallest and ``D`` itself. ``D`` is at most 2**40.
+    """
+    return divisor_options(check_size("width", width, symbol="D"))
 
 
 def _check_projection(w: Array, heads: int) -> tuple[int, int]:
@@ -278,9 +337,16 @@ def head_maps(x: Array, wq: Array, wk: Array, heads: int) -> Array:
     check_array("x", x, "numpy", "(B, T, D)")
     _check_projection(wq, heads)
     _check_projection(wk, heads)
-    q = _split_heads(x @ wq, int(heads))  # (B, T, D) -> (B, h, T, d_h)
-    k = _split_heads(x @ wk, int(heads))  # (B, T, D) -> (B, h, T, d_h)
-    _, weights = _attention(q, k, k, None)  # values do not matter for the maps
+    if wk.shape != wq.shape:
+        raise ValueError(f"wq and wk must have the same shape (D, D), got wq {wq.shape} and wk {wk.shape}")
+    check_width("x", tuple(x.shape), wq.shape[0])
+    for name, array in (("x", x), ("wq", wq), ("wk", wk)):
+        check_finite(name, array)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+        q = _split_heads(x @ wq, int(heads))  # (B, T, D) -> (B, h, T, d_h)
+        k = _split_heads(x @ wk, int(heads))  # (B, T, D) -> (B, h, T, d_h)
+        _, weights = _attention(q, k, k, None)  # values do not matter for the maps
+    check_overflow("head_maps", weights, {"x": x})
     return weights
 
 

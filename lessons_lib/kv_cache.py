@@ -29,7 +29,16 @@ from numpy.typing import NDArray
 
 from lessons_lib.gqa_numpy import GroupedQueryAttention
 from lessons_lib.mha_numpy import causal_mask
-from lessons_lib.validation import check_array, check_instance, check_int, divisors, group_size, head_width
+from lessons_lib.validation import (
+    check_array,
+    check_finite,
+    check_instance,
+    check_int,
+    check_size,
+    divisor_options,
+    group_size,
+    head_width,
+)
 
 Array = NDArray[np.floating[Any]]
 
@@ -91,8 +100,12 @@ def kv_cache_bytes(
 
 
 def kv_head_options(heads: int) -> list[int]:
-    """Every valid ``h_kv`` for ``h`` query heads: the positive divisors of ``h``, smallest first."""
-    return divisors(check_int("heads", heads, symbol="h"))
+    """The valid ``h_kv`` for ``h`` query heads, smallest first: the positive divisors of ``h``.
+
+    A widget's choices, so the list stops after a few: every divisor when there are at most 16 (as
+    for every ``h`` in `MODELS`), else the 15 smallest and ``h`` itself. ``h`` is at most 2**40.
+    """
+    return divisor_options(check_size("heads", heads, symbol="h"))
 
 
 def attention_kind(heads: int, kv_heads: int) -> str:
@@ -279,6 +292,7 @@ def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array, name: str = 
     check_array(name, x, "numpy", "(B, T, D)")
     if x.shape[1] == 0:
         raise ValueError(f"{name} has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
+    check_finite(name, x)
 
 
 def decode_step(layers: Sequence[GroupedQueryAttention], x_new: Array, cache: KVCache) -> Array:

@@ -23,6 +23,7 @@ from lessons_lib.validation import (
     check_float_dtype,
     check_int,
     check_layer_inputs,
+    check_overflow,
     check_qkv,
     check_same_dtype,
     check_seed,
@@ -95,10 +96,14 @@ def attention(q: Array, k: Array, v: Array, allowed: Mask | None = None) -> tupl
 
     Raises:
         ValueError: if a query row has no allowed position. A softmax over nothing is undefined
-            (it would be 0/0 = NaN), so we refuse instead of returning NaN.
+            (it would be 0/0 = NaN), so we refuse instead of returning NaN. Also if the inputs are
+            finite but so large that the scores overflow (refused, not computed).
     """
     check_qkv(q, k, v, allowed, "numpy")
-    return _attention(q, k, v, allowed)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words
+        output, weights = _attention(q, k, v, allowed)
+    check_overflow("attention", output, {"q": q, "k": k, "v": v})
+    return output, weights
 
 
 def _attention(q: Array, k: Array, v: Array, allowed: Mask | None) -> tuple[Array, Array]:
@@ -164,8 +169,8 @@ class MultiHead:
     def from_weights(cls, wq: Array, wk: Array, wv: Array, wo: Array, heads: int) -> MultiHead:
         """A layer holding the given ``(in, out) = (D, D)`` arrays (kept, not copied), cut into ``heads``.
 
-        They must share one floating dtype, which becomes the layer's. A PyTorch ``nn.Linear``
-        weight is ``(out, in)``: pass ``linear.weight.detach().numpy().T``.
+        They must share one floating dtype, which becomes the layer's, and hold finite numbers. A
+        PyTorch ``nn.Linear`` weight is ``(out, in)``: pass ``linear.weight.detach().numpy().T``.
         """
         check_array("wq", wq, "numpy", "(D, D)")
         D = int(wq.shape[0])
@@ -205,10 +210,19 @@ class MultiHead:
         broadcastable to ``(B, h, T, S)``.
 
         Returns ``(output (B, T, D), weights (B, h, T, S))``.
+
+        Inputs must be finite. Finite inputs so large that the scores overflow are refused with a
+        ``ValueError`` that says so (the layer does not rescale them).
         """
         context = query if context is None else context
         B, T, S = check_layer_inputs(query, context, self.width, self.dtype, "numpy")
         allowed = layer_mask(allowed, B, self.heads, T, S, "numpy")  # -> broadcastable to (B, h, T, S)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words
+            output, weights = self._forward(query, context, allowed)
+        check_overflow("MultiHead", output, {"query": query, "context": context})
+        return output, weights
+
+    def _forward(self, query: Array, context: Array, allowed: Mask | None) -> tuple[Array, Array]:
         q = _split_heads(query @ self.wq, self.heads)  # (B, T, D) -> (B, h, T, d_h)
         k = _split_heads(context @ self.wk, self.heads)  # (B, S, D) -> (B, h, S, d_h)
         v = _split_heads(context @ self.wv, self.heads)  # (B, S, D) -> (B, h, S, d_h)

@@ -23,6 +23,7 @@ from lessons_lib.validation import (
     check_array,
     check_float_dtype,
     check_layer_inputs,
+    check_overflow,
     check_qkv,
     check_same_dtype,
     check_weight,
@@ -44,10 +45,13 @@ def attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None = None) ->
 
     ``q (..., T, d)``, ``k (..., S, d)``, ``v (..., S, d_v)``, ``allowed`` boolean, broadcastable
     to ``(..., T, S)``, ``True`` = may attend. Returns ``(output (..., T, d_v), weights (..., T, S))``.
-    Raises ``ValueError`` when a query row has no allowed position (instead of returning NaN).
+    Raises ``ValueError`` when a query row has no allowed position (instead of returning NaN), and
+    when finite inputs are so large that the scores overflow.
     """
     check_qkv(q, k, v, allowed, "torch")
-    return _attention(q, k, v, allowed)
+    output, weights = _attention(q, k, v, allowed)
+    check_overflow("attention", output, {"q": q, "k": k, "v": v})
+    return output, weights
 
 
 def _attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -121,8 +125,8 @@ class MultiHead(nn.Module):
     def from_weights(cls, wq: Tensor, wk: Tensor, wv: Tensor, wo: Tensor, heads: int) -> MultiHead:
         """A layer holding copies of the given ``(out, in) = (D, D)`` tensors (``nn.Linear``'s layout).
 
-        They must share one floating dtype, which becomes the layer's. NumPy ``(in, out)`` arrays
-        are transposed: pass ``torch.from_numpy(w.T.copy())``.
+        They must share one floating dtype, which becomes the layer's, and hold finite numbers. NumPy
+        ``(in, out)`` arrays are transposed: pass ``torch.from_numpy(w.T.copy())``.
         """
         check_array("wq", wq, "torch", "(D, D)")
         D = int(wq.shape[0])
@@ -161,6 +165,9 @@ class MultiHead(nn.Module):
 
         ``allowed`` (``True`` = may attend) has shape ``(T, S)``, ``(B, T, S)`` or a shape
         broadcastable to ``(B, h, T, S)``. Returns ``(output (B, T, D), weights (B, h, T, S))``.
+
+        Inputs must be finite. Finite inputs so large that the scores overflow are refused with a
+        ``ValueError`` that says so (the layer does not rescale them).
         """
         context = query if context is None else context
         B, T, S = check_layer_inputs(query, context, self.width, self.dtype, "torch")
@@ -169,7 +176,9 @@ class MultiHead(nn.Module):
         k = _split_heads(self.wk(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         v = _split_heads(self.wv(context), self.heads)  # (B, S, D) -> (B, h, S, d_h)
         heads_out, weights = _attention(q, k, v, allowed)  # (B, h, T, d_h), (B, h, T, S)
-        return self.wo(_merge_heads(heads_out)), weights  # (B, T, D) -> (B, T, D)
+        output = self.wo(_merge_heads(heads_out))  # (B, T, D) -> (B, T, D)
+        check_overflow("MultiHead", output, {"query": query, "context": context})
+        return output, weights
 
     def extra_repr(self) -> str:
         return f"width={self.width}, heads={self.heads}, d_h={self.head_width}"

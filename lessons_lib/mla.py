@@ -59,8 +59,10 @@ from lessons_lib.mha_numpy import _attention, _softmax, causal_mask
 from lessons_lib.rope import _check_base, _rope
 from lessons_lib.validation import (
     check_array,
+    check_finite,
     check_int,
     check_layer_inputs,
+    check_overflow,
     check_seed,
     check_weight,
     layer_mask,
@@ -171,6 +173,9 @@ class LatentAttention:
         base: RoPE base (10000).
 
     `LatentAttention.from_weights` builds one from given weights instead (sizes read from their shapes).
+
+    Inputs and weights must be finite. Finite inputs so large that the scores overflow are refused
+    with a ``ValueError`` that says so (the layer does not rescale them).
     """
 
     def __init__(
@@ -230,6 +235,14 @@ class LatentAttention:
         check_array("w_uv", w_uv, "numpy", "(h, d_c, d_v)", np.float64)
         check_array("w_kr", w_kr, "numpy", "(D, d_rope)", np.float64)
         (D, d_c), (h, _, d_n), d_v, d_r = w_dkv.shape, w_uk.shape, w_uv.shape[-1], w_kr.shape[-1]
+        for name, size, symbol, source in (
+            ("width", D, "D", "w_dkv"), ("latent_width", d_c, "d_c", "w_dkv"), ("heads", h, "h", "w_uk"),
+            ("nope_width", d_n, "d_nope", "w_uk"), ("value_width", d_v, "d_v", "w_uv"),
+            ("rope_width", d_r, "d_rope", "w_kr"),
+        ):  # the constructor's rule: every size at least 1 (a size of 0 gives a layer that outputs 0)
+            if size < 1:
+                raise ValueError(f"{name} ({symbol}) must be positive, got {symbol}=0 from the shape of {source}")
+        check_finite("w_dkv", w_dkv)
         expected = {
             "w_uk": (w_uk, (h, d_c, d_n), "(h, d_c, d_nope)"),
             "w_uv": (w_uv, (h, d_c, d_v), "(h, d_c, d_v)"),
@@ -288,6 +301,12 @@ class LatentAttention:
         Returns ``(output (B, T, D), weights (B, h, T, T))``.
         """
         B, T, mask = self._check_x("x", x, allowed)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            output, weights = self._explicit(x, B, T, mask)
+        check_overflow("LatentAttention", output, {"x": x})
+        return output, weights
+
+    def _explicit(self, x: Array, B: int, T: int, mask: Mask | None) -> tuple[Array, Array]:
         positions = np.arange(T)
         latent, rope_key = self.compress(x, positions)
         q, q_rope = self.queries(x, positions)
@@ -332,8 +351,11 @@ class LatentAttention:
         """Same as `explicit`, computed against the latent with the absorbed weights."""
         _, T, mask = self._check_x("x", x, allowed)
         positions = np.arange(T)
-        cache = LatentCache(*self.compress(x, positions))
-        return self._attend_latent(x, positions, cache, mask)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            cache = LatentCache(*self.compress(x, positions))
+            output, weights = self._attend_latent(x, positions, cache, mask)
+        check_overflow("LatentAttention", output, {"x": x})
+        return output, weights
 
     def __call__(self, x: Array, allowed: Mask | None = None, absorbed: bool = True) -> tuple[Array, Array]:
         """``(output (B, T, D), weights (B, h, T, T))``; ``absorbed`` picks the route (same numbers)."""
@@ -358,8 +380,12 @@ class LatentAttention:
         if cache.latent.shape[0] != B:
             raise ValueError(f"cache holds batch size {cache.latent.shape[0]} but x_new has B={B}")
         positions = cache.length + np.arange(T_new)
-        cache.append(*self.compress(x_new, positions))
-        output, _ = self._attend_latent(x_new, positions, cache, causal_mask(T_new, cache.length))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            latent, rope_key = self.compress(x_new, positions)
+            check_overflow("LatentAttention.decode", latent.sum() + rope_key.sum(), {"x_new": x_new})
+            cache.append(latent, rope_key)
+            output, _ = self._attend_latent(x_new, positions, cache, causal_mask(T_new, cache.length))
+        check_overflow("LatentAttention.decode", output, {"x_new": x_new})
         return output
 
     def __repr__(self) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lessons_lib.validation import check_array, check_instance, check_int, check_seed, head_width
+from lessons_lib.validation import check_ids, check_instance, check_int, check_rate, check_seed, head_width
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import torch
@@ -80,6 +80,7 @@ class ToyConfig:
         for name in ("symbols", "length", "steps", "batch"):
             check_int(f"ToyConfig.{name}", getattr(self, name), low=2)
         check_seed("ToyConfig.seed", self.seed)
+        check_rate("ToyConfig.learning_rate", self.learning_rate)
 
     @property
     def vocab(self) -> int:
@@ -123,13 +124,7 @@ def targets(tokens: NDArray[np.integer], marker: NDArray[np.integer], symbols: i
     return out
 
 
-def _check_ids(name: str, ids: Any, layout: str, limit: int) -> None:
-    """Integer ids laid out as ``layout``, each in ``0 .. limit - 1``."""
-    check_array(name, ids, "numpy", layout, floating=False)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
-    if ids.size and not 0 <= ids.min() <= ids.max() < limit:
-        raise ValueError(f"{name} must be in 0 .. {limit - 1}, got {ids.min()} .. {ids.max()}")
+_check_ids = check_ids  # integer ids in 0 .. limit - 1 (shared with inspect_heads)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Library = str  # "numpy" or "torch"
@@ -36,15 +36,59 @@ def check_int(name: str, value: Any, low: int | None = 1, high: int | None = Non
     return number
 
 
+SIZE_LIMIT = 2**40  # the largest width or head count accepted: far beyond any model, and quick to factor
+
+
+def check_size(name: str, value: Any, symbol: str = "") -> int:
+    """A layer size (a width or a head count): a positive int of at most `SIZE_LIMIT` = 2**40.
+
+    Larger sizes are refused at once: no model is that wide, and listing the divisors of such a
+    number (for a message or a widget) would take minutes.
+    """
+    number = check_int(name, value, symbol=symbol)
+    if number > SIZE_LIMIT:
+        label = f"{name} ({symbol})" if symbol else name
+        raise ValueError(
+            f"{label} must be at most 2**40 = {SIZE_LIMIT}, got {name}={number}: no layer is that large, "
+            f"so sizes beyond 2**40 are refused"
+        )
+    return number
+
+
 def divisors(n: int) -> list[int]:
     """The positive divisors of ``n``, smallest first: the valid ``h`` for ``D = n``, or ``h_kv`` for ``h = n``.
 
-    Pairs ``m, n // m`` with ``m <= sqrt(n)``: ``sqrt(n)`` steps, so ``n = 2**40`` takes a second, not days.
+    ``n`` is at most `SIZE_LIMIT` = 2**40 (larger values are refused at once). The candidates
+    ``m <= sqrt(n)`` (at most 2**20) are tried in one NumPy pass and paired with ``n // m``, so even
+    ``n = 2**40`` takes milliseconds.
     """
-    n = check_int("n", n)
-    small = [m for m in range(1, math.isqrt(n) + 1) if n % m == 0]
+    import numpy as np
+
+    n = check_size("n", n)
+    candidates = np.arange(1, math.isqrt(n) + 1, dtype=np.int64)
+    small = [int(m) for m in candidates[n % candidates == 0]]
     large = [n // m for m in reversed(small) if m * m != n]
     return small + large
+
+
+OPTION_LIMIT = 16  # the most entries an option list (a widget's dropdown) offers
+
+
+def divisor_options(n: int) -> list[int]:
+    """The divisors of ``n`` as choices for a widget: all of them if there are at most `OPTION_LIMIT`
+    (16), else the 15 smallest and ``n`` itself. ``n`` is at most `SIZE_LIMIT` (2**40)."""
+    found = divisors(n)
+    return found if len(found) <= OPTION_LIMIT else [*found[: OPTION_LIMIT - 1], found[-1]]
+
+
+def divisors_text(n: int, most: int = 8) -> str:
+    """The divisors of ``n`` for a message: all of them if there are at most ``most``, else the six
+    smallest and the two largest, e.g. ``[1, 2, 4, 8, 16, 32, ..., 2**39, 2**40] (41 in all)``."""
+    found = divisors(n)
+    if len(found) <= most:
+        return str(found)
+    shown = ", ".join(str(d) for d in found[:6]) + ", ..., " + ", ".join(str(d) for d in found[-2:])
+    return f"[{shown}] ({len(found)} in all)"
 
 
 def check_seed(name: str, seed: Any) -> int:
@@ -63,25 +107,25 @@ def causal_sizes(T: Any, S: Any) -> tuple[int, int]:
 
 def head_width(width: Any, heads: Any) -> int:
     """``d_h = D / h``; ``ValueError`` unless both are positive and ``h`` divides ``D``."""
-    width = check_int("width", width, symbol="D")
+    width = check_size("width", width, symbol="D")
     heads = check_int("heads", heads, symbol="h")
     if width % heads != 0:
         raise ValueError(
             f"width D={width} is not divisible by heads h={heads}: every head needs the same width "
-            f"d_h = D / h. Choose heads from the divisors of {width}: {divisors(width)}"
+            f"d_h = D / h. Choose heads from the divisors of {width}: {divisors_text(width)}"
         )
     return int(width // heads)
 
 
 def group_size(heads: Any, kv_heads: Any) -> int:
     """``g = h / h_kv``; ``ValueError`` unless ``h_kv`` is a positive divisor of ``h``."""
-    heads = check_int("heads", heads, symbol="h")
+    heads = check_size("heads", heads, symbol="h")
     kv_heads = check_int("kv_heads", kv_heads, low=None)
     if kv_heads <= 0 or heads % kv_heads != 0:
         raise ValueError(
             f"kv_heads h_kv={kv_heads} must be a positive divisor of heads h={heads}, so that each "
             f"key/value head serves the same number g = h / h_kv of query heads. "
-            f"Valid choices for h={heads}: {divisors(heads)}"
+            f"Valid choices for h={heads}: {divisors_text(heads)}"
         )
     return int(heads // kv_heads)
 
@@ -123,6 +167,7 @@ def check_array(
             f"(or torch.tensor({name}) for a PyTorch function)"
         )
     check_library(name, array, library)
+    _check_plain(name, array)
     if floating and not _is_float(array):
         raise TypeError(
             f"{name} must hold floating-point numbers, got dtype {array.dtype}; "
@@ -141,6 +186,21 @@ def check_array(
         raise ValueError(
             f"{name} must have {need} {axes}, laid out as {layout}; got shape {shape} with {len(shape)} "
             f"{'axis' if len(shape) == 1 else 'axes'}"
+        )
+
+
+def _check_plain(name: str, array: Any) -> None:
+    """Refuse what looks like an array but holds no usable numbers: a NumPy masked array (the mask
+    would be ignored) or a PyTorch tensor on the ``meta`` device (a shape without values)."""
+    if getattr(array, "is_meta", False):
+        raise ValueError(
+            f"{name} is on the meta device: it has a shape but no values, so nothing can be computed "
+            f"from it; make it on a real device, e.g. torch.zeros(..., device='cpu')"
+        )
+    if type(array).__module__.startswith("numpy.ma"):
+        raise TypeError(
+            f"{name} is a masked array (numpy.ma), whose mask the layers would ignore; pass plain numbers "
+            f"instead, e.g. {name}.filled(0.0), and say which positions to skip with the allowed mask"
         )
 
 
@@ -167,12 +227,26 @@ def check_library(name: str, array: Any, library: Library) -> None:
     )
 
 
+def _sum_allows(array: Any, allow_minus_inf: bool) -> bool:
+    """A one-pass test that ``array`` holds no NaN and no ``+inf`` (nor ``-inf`` unless allowed).
+
+    A NaN or ``+inf`` entry makes the sum NaN or ``+inf``, so a finite sum (or ``-inf`` when
+    ``-inf`` is allowed) proves the array clean; a sum that overflows proves nothing (``False``),
+    and the caller then looks at every entry.
+    """
+    total = float((array.detach() if _is_torch(array) else array).sum())
+    return math.isfinite(total) or (allow_minus_inf and total == -math.inf)
+
+
 def check_finite(name: str, array: Any, allow_minus_inf: bool = False) -> None:
     """``ValueError`` naming the first NaN or infinite entry of ``array`` (NumPy or torch).
 
     Attention turns one such entry into NaN outputs without a word, so the input is refused at the
     boundary. ``allow_minus_inf``: scores may hold ``-inf`` (a masked position), never NaN or ``+inf``.
+    The usual case (a clean array) costs one sum; entries are looked at only when the sum is not finite.
     """
+    if _sum_allows(array, allow_minus_inf):
+        return
     if _is_torch(array):
         import torch
 
@@ -202,6 +276,54 @@ def check_finite(name: str, array: Any, allow_minus_inf: bool = False) -> None:
     )
 
 
+def _all_finite(array: Any) -> bool:
+    if _sum_allows(array, allow_minus_inf=False):
+        return True
+    if _is_torch(array):
+        import torch
+
+        return bool(torch.isfinite(array.detach()).all())
+    import numpy as np
+
+    return bool(np.isfinite(array).all())
+
+
+def _largest(array: Any) -> float:
+    if _is_torch(array):
+        return float(array.detach().abs().max()) if array.numel() else 0.0
+    import numpy as np
+
+    return float(np.abs(array).max()) if array.size else 0.0
+
+
+ATTENTION_OVERFLOW = (
+    "the attention scores grow with the square of the input, and the result would be NaN. Scale {name} "
+    "down first, e.g. divide it by its largest absolute value, or normalise it (LayerNorm)"
+)
+NORM_OVERFLOW = (
+    "LayerNorm squares it for the variance, and every output would be 0. Scale {name} down first, e.g. "
+    "divide it by its largest absolute value (LayerNorm hardly depends on the scale)"
+)
+
+
+def check_overflow(what: str, result: Any, inputs: dict[str, Any], why: str = ATTENTION_OVERFLOW) -> None:
+    """``ValueError`` if ``result``, computed from finite ``inputs`` (and finite weights), holds NaN or
+    inf: a number on the way overflowed the dtype. The layers refuse such inputs rather than return
+    NaN; the message names the largest input and its magnitude, then says ``why`` and the fix
+    (`ATTENTION_OVERFLOW` or `NORM_OVERFLOW`, with ``{name}`` for the input's name).
+
+    Costs one sum of ``result`` when all is well.
+    """
+    if _all_finite(result):
+        return
+    name, given = max(inputs.items(), key=lambda item: _largest(item[1]))
+    dtype = str(given.dtype).replace("torch.", "")
+    raise ValueError(
+        f"{what} overflowed: {name} is finite but so large (largest |{name}| = {_largest(given):.3g}) that "
+        f"numbers computed from it exceed {dtype}: " + why.format(name=name)
+    )
+
+
 def check_relative_error_inputs(output: Any, reference: Any, library: Library) -> None:
     """``output`` and ``reference``: arrays of ``library`` of one shape, the reference not all zeros."""
     check_array("output", output, library, "(...)")
@@ -226,10 +348,65 @@ def check_norm_inputs(x: Any, gain: Any, bias: Any, eps: Any, library: Library) 
             raise ValueError(
                 f"{name} must have shape (D,) = ({D},), one entry per feature of x, got {tuple(vector.shape)}"
             )
+    check_eps(eps)
+
+
+def check_eps(eps: Any) -> float:
+    """A normalisation's ``eps`` as a Python float: a finite positive real number (NumPy floats too)."""
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"eps must be a small positive float such as 1e-5, got {type(eps).__name__} {eps!r}")
-    if not float(eps) > 0:
-        raise ValueError(f"eps must be positive (it keeps the normalisation from dividing by zero), got eps={eps}")
+    value = float(eps)
+    if not value > 0:
+        raise ValueError(f"eps must be a positive float (it keeps LayerNorm from dividing by zero), got {value}")
+    if not math.isfinite(value):
+        raise ValueError(
+            f"eps must be a positive float and finite, got {value}: LayerNorm divides by sqrt(var + eps), "
+            f"so an infinite eps turns every output into 0; use a small value such as 1e-5"
+        )
+    return value
+
+
+def check_rate(name: str, value: Any) -> float:
+    """A learning rate as a Python float: ``TypeError`` unless a real number, ``ValueError`` unless
+    finite and positive (a negative rate climbs the loss instead of descending it)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive float such as 0.01, got {type(value).__name__} {value!r}")
+    rate = float(value)
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(
+            f"{name} must be a finite positive float such as 0.01 (the optimiser's step size; a negative "
+            f"rate climbs the loss), got {rate}"
+        )
+    return rate
+
+
+def check_record(record: Any, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """The NumPy float arrays of a record (a dataclass of a trained model): each named attribute of
+    ``record`` must have the shape ``shapes`` gives (read from the record's config)."""
+    kind = type(record).__name__
+    for name, shape in shapes.items():
+        array = getattr(record, name)
+        check_array(f"{kind}.{name}", array, "numpy", "(...)")
+        if tuple(array.shape) != shape:
+            raise ValueError(
+                f"{kind}.{name} must have shape {shape} for {record.config}, got {tuple(array.shape)}"
+            )
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``TypeError`` unless ``value`` is ``True`` or ``False`` (a string such as "False" is truthy)."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_ids(name: str, ids: Any, layout: str, limit: int) -> None:
+    """Integer ids (tokens, positions) laid out as ``layout``, each in ``0 .. limit - 1``."""
+    check_array(name, ids, "numpy", layout, floating=False)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
+    if ids.size and not 0 <= ids.min() <= ids.max() < limit:
+        raise ValueError(f"{name} must be in 0 .. {limit - 1}, got {ids.min()} .. {ids.max()}")
 
 
 def check_instance(name: str, value: Any, kind: type | tuple[type, ...], example: str) -> None:
@@ -263,6 +440,7 @@ def check_weight(name: str, weight: Any, shape: tuple[int, ...], library: Librar
     check_array(name, weight, library, layout)
     if tuple(weight.shape) != shape:
         raise ValueError(f"{name} must have shape {layout} = {shape}, got {tuple(weight.shape)}")
+    check_finite(name, weight)
 
 
 def check_same_dtype(named: dict[str, Any]) -> Any:
@@ -442,4 +620,23 @@ def check_attend_inputs(
     check_source_length("k", (S, d_h))
     if query.shape[0] != B:
         raise ValueError(f"query and k must have the same batch size B, got {query.shape[0]} and {B}")
+    for name, array in (("query", query), ("k", k), ("v", v)):
+        check_finite(name, array)
     return int(B), int(query.shape[1]), int(S)
+
+
+# ----- files ---------------------------------------------------------------------------------
+def load_npz(path: Any, kind: str) -> dict[str, Any]:
+    """Every array of the ``.npz`` at ``path``; ``ValueError`` naming ``kind`` if it is not one."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is not {kind}: NumPy cannot read it as a .npz archive") from error
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} is not {kind}: it holds one array, not a .npz archive of named arrays")
+    with data:
+        return {name: data[name] for name in data.files}

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import runpy
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +197,7 @@ def test_a_lesson_missing_from_the_table_of_contents_fails_the_build(tmp_path: P
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "PYTHON": sys.executable},  # the interpreter running the tests, not .venv's
     )
     warnings = [line for line in result.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
     assert result.returncode != 0, f"the build passed although {left_out} is not in the toctree:\n{result.stderr}"

@@ -193,6 +193,8 @@ def check_online_sum(answer: Any, row: Any, block_size: int) -> Verdict:
     """
     question = "online sum"
     r = reference_array("row", row, "(S,)", rank=1)
+    if r.size == 0:
+        raise ValueError("row must hold at least one score (S >= 1), got an empty row")
     block_size = check_int("block_size", block_size)
     a = number_answer(question, answer, "the running sum l after the last block")
     if isinstance(a, Verdict):

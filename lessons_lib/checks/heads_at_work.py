@@ -35,7 +35,7 @@ from lessons_lib.checks import (
 )
 from lessons_lib.induction import InductionModel, induction_score, loss_per_position
 from lessons_lib.mha_numpy import causal_mask, softmax
-from lessons_lib.validation import check_int
+from lessons_lib.validation import check_instance, check_int
 
 __all__ = ["check_block_function", "check_double_ablation", "check_induction_function", "check_rms_norm_function"]
 
@@ -380,6 +380,7 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
     and ``ln V``.
     """
     question = "double ablation"
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
     if not (isinstance(heads, list) and len(heads) >= 2):
         raise ValueError(f"heads must list at least two (layer, head) pairs, got {heads!r}")
     L = check_int("model.config.half", model.config.half, symbol="L")

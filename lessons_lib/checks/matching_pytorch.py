@@ -43,6 +43,7 @@ from lessons_lib.checks import (
     same_kind,
 )
 from lessons_lib.mha_numpy import causal_mask
+from lessons_lib.validation import check_int
 
 __all__ = ["LARGE_PENALTY", "check_causal_mha", "check_float_mask", "check_key_padding_mask", "check_mha_mask"]
 
@@ -141,6 +142,7 @@ def check_key_padding_mask(mask: Any, lengths: Any, S: int, T: int | None = None
     lets the checker recognise a mask built over the queries instead of the keys.
     """
     question = "key padding mask"
+    S = check_int("S", S, low=0)  # NumPy integers too
     sizes = as_numpy(lengths)
     valid = sizes.ndim == 1 and sizes.dtype.kind in "iu" and isinstance(S, int)
     if not valid or not ((0 <= sizes) & (sizes <= S)).all():

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -113,6 +114,7 @@ def built_site(playwright_api: Any, tmp_path_factory: pytest.TempPathFactory) ->
         capture_output=True,
         text=True,
         timeout=BUILD_SECONDS,
+        env={**os.environ, "PYTHON": sys.executable},  # the interpreter running the tests, not .venv's
     )
     if result.returncode != 0:
         pytest.fail(f"scripts/build_site.sh failed (exit {result.returncode}):\n{result.stderr}")

@@ -153,12 +153,12 @@ def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArr
     return tiled
 
 
-def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int) -> AxesImage:
+def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int, per_row: int = 8) -> AxesImage:
     """``maps (h, T, S)`` side by side in a grid of ``slots`` cells (see `tile_maps`), no axes.
 
-    Update the picture with ``image.set_data(tile_maps(new_maps, slots))``.
+    Update the picture with ``image.set_data(tile_maps(new_maps, slots, per_row))``.
     """
-    tiled = tile_maps(maps, slots)
+    tiled = tile_maps(maps, slots, per_row)
     image = ax.imshow(tiled, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
     ax.axis("off")
     return image

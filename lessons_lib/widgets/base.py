@@ -24,6 +24,7 @@ size and shown in an ``ipywidgets.Image`` whose CSS size is the displayed size: 
 from __future__ import annotations
 
 import html
+import re
 import struct
 import zlib
 from abc import ABC, abstractmethod
@@ -78,10 +79,29 @@ def _fit_labels(control: widgets.ValueWidget) -> None:
     control.style.description_width = "initial"  # as wide as the description needs
     if isinstance(control, widgets.Checkbox):
         control.indent = False  # no empty description column before the box
+    if isinstance(control, widgets.IntSlider):
+        control.continuous_update = False  # one update when the drag ends: a drag never queues stale pictures
+    if isinstance(control, widgets.Dropdown):  # wide enough for its description and its longest option
+        labels = [str(option[0] if isinstance(option, tuple) else option) for option in control.options]
+        longest = max((len(label) for label in labels), default=1)
+        control.layout.width = f"{0.6 * (len(control.description) + longest) + 4:.1f}em"
     if isinstance(control, widgets.ToggleButtons):
         labels = [str(option[0] if isinstance(option, tuple) else option) for option in control.options]
         longest = max(len(label) for label in labels)
         control.style.button_width = f"{0.6 * longest + 2:.1f}em"  # a character is ~0.5 em wide; 2 em of padding
+
+
+def readout_html(text: str, error: str | None = None) -> str:
+    """The readout as HTML: an ``error`` first, on its own line, marked and announced (``role="alert"``).
+
+    "x // y" keeps its operands together (non-breaking spaces), so a line never ends before a lone "y".
+    """
+    body = re.sub(r" // ", "\u00a0//\u00a0", html.escape(text))
+    if error is None:
+        return f"<p>{body}</p>"
+    problem = html.escape(error)
+    return (f'<p role="alert" style="color:#b00020;font-weight:600;margin-bottom:0.3em">'
+            f"\u26a0 {problem}</p><p>{body}</p>")
 
 
 class LessonWidget(ABC):
@@ -110,7 +130,8 @@ class LessonWidget(ABC):
         self.image = widgets.Image(
             format="png", layout=widgets.Layout(width=f"{width}px", height=f"{height}px", object_fit="contain")
         )
-        self.readout = widgets.HTML()
+        # The text under the picture wraps at the picture's width, never wider.
+        self.readout = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px"))
         self._holding = False
         self._backgrounds: dict[Hashable, Any] = {}
         self.data: dict[str, Any] = self._compute()
@@ -167,7 +188,7 @@ class LessonWidget(ABC):
         self._draw()
         self._render()
         if "readout" in self.data:
-            self.readout.value = html.escape(self.data["readout"])
+            self.readout.value = readout_html(self.data["readout"], self.data.get("error"))
 
     def _render(self) -> None:
         """Draw the figure with Agg and hand the PNG to ``self.image`` (the browser swaps the picture).

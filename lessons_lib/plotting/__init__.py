@@ -49,7 +49,13 @@ def use_retina_inline() -> bool:
         return False
     config = InlineBackend.instance(parent=shell)
     if config.figure_formats != {"retina"}:
-        config.figure_formats = {"retina"}
+        config.figure_formats = {"retina"}  # used whenever pyplot activates the inline backend from now on
+    import matplotlib
+
+    if "inline" in matplotlib.get_backend():  # pyplot was imported first: the backend is already active
+        from IPython.core.pylabtools import select_figure_formats
+
+        select_figure_formats(shell, {"retina"}, **config.print_figure_kwargs)
     return True
 
 

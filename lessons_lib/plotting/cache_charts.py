@@ -78,7 +78,7 @@ def plot_models_cache(
     ax.set_yticks(list(rows), list(names))
     ax.invert_yaxis()
     ax.set_xlabel(f"KV cache for one sequence of {tokens} tokens, 2-byte elements (GiB)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     return fig
 
 
@@ -133,7 +133,7 @@ def plot_conversion_error(
     ax.invert_xaxis()
     ax.set_xlabel(f"h_kv (h = {heads}); MHA on the left, MQA on the right")
     ax.set_ylabel("relative error of outputs")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -186,4 +186,4 @@ def _draw_growth(
         ax.set_ylabel("KV cache, all layers (GiB)")
     ax.set_xlabel("decoding step (tokens in the sequence so far)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right" if log else "upper left")
+    ax.legend(fontsize=9, loc="lower right" if log else "upper left")

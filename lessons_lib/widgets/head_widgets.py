@@ -166,7 +166,7 @@ class HeadReslicer(LessonWidget):
         }
 
     def _build(self) -> list[Artist]:
-        self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.6]})
+        self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 3.3]})
         self.figure.subplots_adjust(left=0.06, right=0.9, bottom=0.17, top=0.84, wspace=0.45)
         self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
         self._maps_ax.set_anchor("E")  # the maps hug their colour bar, however few they are

@@ -184,6 +184,9 @@ class InductionExplorer(LessonWidget):
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]
 
+    def _picture_key(self) -> Hashable:
+        return (tuple(self.data["ids"]), self.data["layer"], self.data["head"])  # a bad entry keeps the old ids
+
     def _background_key(self) -> Hashable:
         return tuple(self.data["ids"])  # the token labels belong to the background
 

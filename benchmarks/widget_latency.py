@@ -99,8 +99,11 @@ def free_port() -> int:
 
 
 def write_notebook(path: Path, names: list[str]) -> None:
-    cells = [{"cell_type": "code", "execution_count": None, "id": f"w{i}", "metadata": {}, "outputs": [],
-              "source": WIDGETS[name]} for i, name in enumerate(names)]
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "execution_count": None, "id": f"w{i}", "metadata": {}, "outputs": [],
+         "source": WIDGETS[name]}
+        for i, name in enumerate(names)
+    ]
     notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                             "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     path.write_text(json.dumps(notebook), encoding="utf-8")

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 from matplotlib.patches import Rectangle
 
 from lessons_lib.kv_cache import MODELS, cache_bytes, cache_per_token, format_bytes, kv_head_options
@@ -205,7 +206,8 @@ def test_head_sharing_tells_16_heads_apart() -> None:
     sharing = HeadSharing(16, 16)
     ax = sharing.figure.axes[0]
     _squares, kv = ax.collections  # the query squares, then the K/V circles
-    colours = {tuple(np.round(c, 3)) for c in kv.get_facecolors()}
+    assert isinstance(kv, PathCollection)
+    colours = {tuple(np.round(c, 3)) for c in np.asarray(kv.get_facecolor(), dtype=float)}
     assert len(colours) == 16, "K/V heads share a colour"
     sharing.figure.canvas.draw()
     centres = kv.get_offset_transform().transform(kv.get_offsets())[:, 0]  # display pixels

@@ -149,7 +149,7 @@ def too_small(fig: Figure) -> list[str]:
     for text in fig.findobj(Text):
         assert isinstance(text, Text)
         if text.get_visible() and text.get_text().strip() and text.get_figure() is not None:
-            shown = text.get_fontsize() * scale
+            shown = float(text.get_fontsize()) * scale
             if shown < MIN_FONT_POINTS - 1e-6:
                 small.append(f"{text.get_text()[:30]!r} {shown:.1f} pt")
     return [f"{width:.0f} px wide (x{scale:.2f}): " + ", ".join(sorted(set(small)))] if small else []
@@ -200,7 +200,8 @@ def test_retina_inline_figures_in_ipython() -> None:
         assert use_retina_inline(), "lessons_lib.plotting did not see the IPython shell"
         assert InlineBackend.instance().figure_formats == {"retina"}
         fig = attention_maps.plot_head_map(_maps(1, 6)[0], LABELS, LABELS, "head 0")
-        data, metadata = shell.display_formatter.format(fig)
+        assert shell.display_formatter is not None
+        data, metadata = shell.display_formatter.format(fig)  # type: ignore[no-untyped-call]
         shown = metadata["image/png"]
         png = data["image/png"]
         width, height = png_size(base64.b64decode(png) if isinstance(png, str) else png)

@@ -241,7 +241,12 @@ def test_going_back_shows_the_kept_picture_without_drawing(widget: LessonWidget)
     assert widget.image.value != first_picture
     drawn: list[int] = []
     original = widget._draw
-    widget._draw = lambda: (drawn.append(1), original())[1]  # type: ignore[method-assign]
+
+    def counting_draw() -> None:
+        drawn.append(1)
+        original()
+
+    widget._draw = counting_draw  # type: ignore[method-assign]
     control.value = first
     assert widget.image.value == first_picture and not drawn, "the earlier picture was drawn again"
     assert widget.data[name] == first  # .data follows the control all the same

@@ -40,7 +40,7 @@ def use_retina_inline() -> bool:
         return False
     from IPython import get_ipython
 
-    shell = get_ipython()  # type: ignore[no-untyped-call]
+    shell = get_ipython()
     if shell is None:
         return False
     try:
@@ -55,7 +55,7 @@ def use_retina_inline() -> bool:
     if "inline" in matplotlib.get_backend():  # pyplot was imported first: the backend is already active
         from IPython.core.pylabtools import select_figure_formats
 
-        select_figure_formats(shell, {"retina"}, **config.print_figure_kwargs)
+        select_figure_formats(shell, {"retina"}, **config.print_figure_kwargs)  # type: ignore[no-untyped-call]
     return True
 
 

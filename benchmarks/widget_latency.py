@@ -174,6 +174,8 @@ def time_changes(page: Any, index: int, position: int, kind: str, changes: int) 
     root = roots.evaluate_handle(f"roots => roots[{index}]").as_element()
     selector = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text"
     control = root.query_selector_all(selector)[position]
+    select = control.query_selector("select") if kind == "dropdown" else None
+    start_index = int(select.evaluate("s => s.selectedIndex")) if select else 0
     times: list[float] = []
     for step in range(changes):
         page.evaluate("index => window.lessonLatency.arm(index)", index)
@@ -186,6 +188,11 @@ def time_changes(page: Any, index: int, position: int, kind: str, changes: int) 
             continue
         times.append(float(page.evaluate("() => window.lessonLatency.result()")))
         page.wait_for_timeout(150)  # let late pictures of this change arrive before the next one
+    if select and int(select.evaluate("s => s.selectedIndex")) != start_index:
+        # Back to where it started (untimed), so the next control starts from the widget's own state:
+        # HeadSharing's h_kv offers one option only when h has come round to 1.
+        select.select_option(index=start_index)
+        page.wait_for_timeout(1000)
     return times
 
 

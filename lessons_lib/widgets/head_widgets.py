@@ -175,10 +175,17 @@ class HeadReslicer(LessonWidget):
         add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
         self._names: list[Artist] = []
         self._shown = 0
-        return [self._tiles, *self._edges, self._wq_ax.title, self._maps_ax.title]
+        self._maps_ax.axis("on")
+        for spine in self._maps_ax.spines.values():
+            spine.set_visible(False)
+        self._maps_ax.tick_params(length=0, labelsize=9)
+        # The tokens change with the sequence: the maps' axes (ticks and token labels) are drawn on every
+        # update, so a new sequence needs no new background (only a new h does).
+        axes = [self._maps_ax.xaxis, self._maps_ax.yaxis]
+        return [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
 
     def _background_key(self) -> Hashable:
-        return (self.data["heads"], self.data["sequence"])  # the grid, head names and tokens are background
+        return self.data["heads"]  # the grid and the head names are background; the tokens are drawn per update
 
     def _lay_out_maps(self) -> None:
         """Axes, token labels and head names for ``h`` maps in rows of `TILES_PER_ROW`."""
@@ -198,15 +205,9 @@ class HeadReslicer(LessonWidget):
                     ha="center", va="bottom", fontsize=9 if h <= TILES_PER_ROW else 7.5)
             for i in range(h)
         ] if 1 < h <= 2 * TILES_PER_ROW else []  # 16 maps are too small to name: they read in order
-        if h <= TILES_PER_ROW:  # one row of maps: tokens along every map and down the first
-            ax.axis("on")
-            ax.set_xticks([c * (S + 1) + s for c in range(h) for s in range(S)], list(d["labels"]) * h)
-            ax.set_yticks(range(T), d["labels"])
-            ax.tick_params(length=0, labelsize=9)
-            for spine in ax.spines.values():
-                spine.set_visible(False)
-        else:
-            ax.axis("off")
+        labelled = h <= TILES_PER_ROW  # one row of maps: tokens along every map and down the first
+        ax.xaxis.set_visible(labelled)
+        ax.yaxis.set_visible(labelled)
         ax.apply_aspect()  # place the axes for the new grid now: an update may draw the maps without a full draw
         self._shown = h
 
@@ -214,6 +215,10 @@ class HeadReslicer(LessonWidget):
         d = self.data
         if d["heads"] != self._shown or self._background_key() not in self._backgrounds:
             self._lay_out_maps()
+        h, (T, S) = d["heads"], d["maps"].shape[1:]
+        if h <= TILES_PER_ROW:
+            self._maps_ax.set_xticks([c * (S + 1) + s for c in range(h) for s in range(S)], list(d["labels"]) * h)
+            self._maps_ax.set_yticks(range(T), d["labels"])
         for col, line in enumerate(self._edges, start=1):
             line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
         self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)

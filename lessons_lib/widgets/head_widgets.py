@@ -185,7 +185,8 @@ class HeadReslicer(LessonWidget):
         return [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
 
     def _background_key(self) -> Hashable:
-        return self.data["heads"]  # the grid and the head names are background; the tokens are drawn per update
+        heads: int = self.data["heads"]
+        return heads  # the grid and the head names are background; the tokens are drawn per update
 
     def _lay_out_maps(self) -> None:
         """Axes, token labels and head names for ``h`` maps in rows of `TILES_PER_ROW`."""

@@ -13,6 +13,12 @@ one lesson with maths, figures, widgets, predictions and solutions together. It 
 * the Binder button opens the README's link for the lesson and the download button gives the
   committed notebook, byte for byte.
 
+Two more tests read every page: on a 390 px phone no page is wider than the screen and the landing
+page has a launch button; in dark mode every note, admonition, printed output and paragraph reaches
+WCAG AA contrast (4.5:1, computed from the rendered colours), and every figure sits undimmed on a white
+plate, at twice its displayed pixel density, with a one-sentence alt text (dark-mode screenshots of
+each lesson's first figure and widget note are saved).
+
 Screenshots go to pytest's tmp_path. Without Chromium or Playwright the test skips (conftest.py),
 and so it does without the site tools (`pip install -r requirements-site.txt`).
 `BROWSER_TEST_NOTEBOOKS=/path` builds the site from other notebooks, as for the other browser tests.

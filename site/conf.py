@@ -59,6 +59,11 @@ myst_substitutions = {
     "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}my-lessons/01_one_head.ipynb)",
     "colab_lesson_01": f"[lesson 01 on Colab]({COLAB_LAUNCH}notebooks/01_one_head.ipynb)",
     "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
+    # The landing page's launch button (lesson pages have the theme's launch menu); styled in site.css.
+    "binder_button": (
+        f'<a class="launch-binder" href="{BINDER_LAUNCH}notebooks/01_one_head.ipynb">'
+        "Launch lesson 01 on Binder</a>"
+    ),
 }
 
 html_theme = "sphinx_book_theme"

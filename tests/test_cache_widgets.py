@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 from matplotlib.patches import Rectangle
 
 from lessons_lib.kv_cache import MODELS, cache_bytes, cache_per_token, format_bytes, kv_head_options
@@ -25,6 +26,8 @@ from lessons_lib.plotting.cache_charts import (
     plot_head_sharing,
     plot_models_cache,
 )
+from lessons_lib.plotting.palette import head_colour, text_colour
+from lessons_lib.widgets.base import readout_html
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 
 LADDER = [("MHA", 4, 100), ("chosen (GQA)", 2, 50), ("MQA", 1, 25)]  # rows (label, h_kv, bytes)
@@ -42,7 +45,7 @@ def test_calculator_starts_from_the_model_config() -> None:
     ]
     assert calc.data["per_token"] == cache_per_token(preset)
     assert "128 KiB per token" in calc.data["readout"]
-    assert calc.readout.value == calc.data["readout"]  # the text shown is the text in .data
+    assert calc.readout.value == readout_html(calc.data["readout"])  # the text shown is the text in .data
     assert repr(calc) == "KVCacheCalculator(model='Llama 3 8B', kv_heads=8, tokens=4096, batch=1, bytes_per_element=2)"
 
 
@@ -196,3 +199,29 @@ def test_cache_growth_rejects_mismatched_data() -> None:
     with pytest.raises(ValueError, match=r"dashed names curves that are not drawn: \['b'\]"):
         plot_cache_growth([1, 2], {"a": [1, 2]}, "t", dashed={"b"})
     plt.close("all")
+
+
+def test_head_sharing_tells_16_heads_apart() -> None:
+    """16 K/V heads: 16 different colours, labels in contrasting text, markers that do not touch (issue 21)."""
+    sharing = HeadSharing(16, 16)
+    ax = sharing.figure.axes[0]
+    _squares, kv = ax.collections  # the query squares, then the K/V circles
+    assert isinstance(kv, PathCollection)
+    colours = {tuple(np.round(c, 3)) for c in np.asarray(kv.get_facecolor(), dtype=float)}
+    assert len(colours) == 16, "K/V heads share a colour"
+    sharing.figure.canvas.draw()
+    centres = kv.get_offset_transform().transform(kv.get_offsets())[:, 0]  # display pixels
+    # a circle marker of size s (points^2) has a diameter of sqrt(s) points
+    diameter = np.sqrt(kv.get_sizes()[0]) * sharing.figure.dpi / 72
+    assert np.diff(centres).min() > diameter * 1.1, "neighbouring K/V circles touch"
+    for text in ax.texts:
+        fill = head_colour(int(text.get_text().removeprefix("kv").removeprefix("q")))
+        if text.get_text().startswith("kv"):
+            assert text.get_color() == text_colour(fill)
+
+
+def test_head_sharing_readout_keeps_i_g_together() -> None:
+    sharing = HeadSharing(8, 2)
+    sharing.controls["mapping"].value = "tile"
+    assert sharing.data["readout"].endswith("compare with i // g.")
+    assert "i\u00a0//\u00a0g." in sharing.readout.value, "the readout may break the line before a lone 'g.'"

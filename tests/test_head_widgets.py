@@ -214,3 +214,67 @@ def test_split_explorer_bar_names_every_head_it_offers() -> None:
     widget = SplitExplorer()
     (bar,) = [image.colorbar for ax in widget.figure.axes for image in ax.images if image.colorbar is not None]
     assert list(bar.get_ticks()) == list(range(max(widget.controls["heads"].options)))
+
+
+# ----- issue 21: what a learner sees in JupyterLab -------------------------------------------------
+def test_every_slider_updates_on_release_and_dropdowns_fit(widget: LessonWidget) -> None:
+    for control in widget.controls.values():
+        if isinstance(control, widgets.IntSlider):
+            assert control.continuous_update is False, "a drag would queue a picture per position"
+        if isinstance(control, widgets.Dropdown):
+            longest = max(len(str(o[0] if isinstance(o, tuple) else o)) for o in control.options)
+            assert float(control.layout.width.removesuffix("em")) >= 0.55 * (longest + len(control.description))
+
+
+def test_going_back_shows_the_kept_picture_without_drawing(widget: LessonWidget) -> None:
+    name = list(widget.controls)[-1]  # the last control: changing it changes no other control
+    control = widget.controls[name]
+    first, first_picture = control.value, widget.image.value
+    if isinstance(control, widgets.Checkbox):
+        other = not first
+    elif isinstance(control, widgets.IntSlider):
+        other = first + 1 if first < control.max else first - 1
+    else:
+        other = next(o[1] if isinstance(o, tuple) else o for o in control.options
+                     if (o[1] if isinstance(o, tuple) else o) != first)
+    control.value = other
+    assert widget.image.value != first_picture
+    drawn: list[int] = []
+    original = widget._draw
+
+    def counting_draw() -> None:
+        drawn.append(1)
+        original()
+
+    widget._draw = counting_draw  # type: ignore[method-assign]
+    control.value = first
+    assert widget.image.value == first_picture and not drawn, "the earlier picture was drawn again"
+    assert widget.data[name] == first  # .data follows the control all the same
+
+
+def tick_texts(ax: matplotlib.axes.Axes) -> list[str]:
+    return [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+
+
+def test_reslicer_maps_are_readable_for_few_heads(model: ToyHeads) -> None:
+    """h = 1, 2, 4: maps labelled with the tokens, as big as the space allows, next to their colour bar."""
+    reslicer = HeadReslicer(model)
+    figure = reslicer.figure
+    bar = figure.axes[-1]  # the maps' colour bar, added last
+    for h in (1, 2, 4):
+        reslicer._pictures.clear()  # draw it now: a kept picture would leave the figure as it was
+        reslicer.controls["heads"].value = h
+        figure.canvas.draw()
+        maps = reslicer._maps_ax
+        labels = reslicer.data["labels"]
+        assert tick_texts(maps) == list(labels) * h, f"h={h}: the maps' tokens are not labelled"
+        assert [t.get_text() for t in maps.get_yticklabels()] == list(labels)
+        box = maps.get_window_extent()
+        per_map = box.width / h / figure.dpi * 100  # CSS pixels
+        assert per_map >= 110, f"h={h}: each map is only {per_map:.0f} px wide (85 px before issue 21)"
+        gap = (bar.get_window_extent().x0 - box.x1) / figure.dpi * 100
+        assert 0 <= gap <= 15, f"h={h}: the colour bar is {gap:.0f} px from the maps"
+    reslicer.controls["heads"].value = 1
+    assert reslicer.data["title"].endswith("the one head's map") and "0..0" not in reslicer.data["title"]
+    reslicer.controls["heads"].value = 16
+    assert reslicer.data["title"].endswith("maps of heads 0-15")

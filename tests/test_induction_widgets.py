@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from lessons_lib import induction
 from lessons_lib.induction import InductionModel
 from lessons_lib.mha_numpy import softmax
 from lessons_lib.plotting import induction_maps, residual_stream
+from lessons_lib.widgets.base import readout_html
 from lessons_lib.widgets.induction_widgets import (
     TYPED,
     InductionExplorer,
@@ -102,7 +104,7 @@ def test_explorer_starts_on_the_repeat(model: InductionModel) -> None:
     assert d["sequence"] == "repeat" and d["ids"] == example_sequences(model)["repeat"][1]
     assert d["tokens"] == " ".join(map(str, d["ids"])) and d["error"] is None
     assert d["labels"] == [str(i) for i in d["ids"]]
-    assert "Layer 1, head 2" in d["readout"] and explorer.readout.value == d["readout"]
+    assert "Layer 1, head 2" in d["readout"] and explorer.readout.value == readout_html(d["readout"])
     assert repr(explorer).startswith("InductionExplorer(sequence='repeat', tokens='")
     assert InductionExplorer(model).data["layer"] == model.config.layers - 1  # default: the last layer
 
@@ -132,7 +134,29 @@ def test_explorer_keeps_the_last_good_tokens_and_says_why(model: InductionModel)
     d = explorer.data
     assert d["ids"] == [1, 2, 3, 1, 2]
     assert d["error"] is not None and "'forty' is not a token id" in d["error"]
-    assert d["readout"].startswith("Could not read the tokens: 'forty' is not a token id")
+    assert d["error"].startswith("Could not read '1 2 forty': ")
+    # The box shows the tokens the chart shows (not the bad entry), and the error is its own marked line.
+    assert explorer.controls["tokens"].value == "1 2 3 1 2" and d["tokens"] == "1 2 3 1 2"
+    shown = explorer.readout.value
+    assert shown.startswith('<p role="alert"') and "&#x27;forty&#x27; is not a token id" in shown
+    assert shown.index("</p>") < shown.index("Layer "), "the error comes first, on a line of its own"
+    explorer.controls["layer"].value = 0  # another control: the error is gone, the tokens stay
+    assert explorer.data["error"] is None and explorer.data["ids"] == [1, 2, 3, 1, 2]
+    assert 'role="alert"' not in explorer.readout.value
+
+
+def test_explorer_controls_fit_their_text(model: InductionModel) -> None:
+    """The token box holds a whole sequence and every dropdown its longest option (issue 21)."""
+    explorer = InductionExplorer(model)
+    longest = max(len(" ".join(map(str, ids))) for _, ids in example_sequences(model).values())
+    box_em = float(explorer.controls["tokens"].layout.width.removesuffix("em"))
+    description = len(explorer.controls["tokens"].description)
+    assert 0.6 * (longest + description) <= box_em, f"{box_em} em for {longest} characters of tokens"
+    for control in explorer.controls.values():
+        if isinstance(control, widgets.Dropdown):
+            width = float(control.layout.width.removesuffix("em"))
+            option = max(len(label) for label, _ in control.options)
+            assert 0.55 * (option + len(control.description)) + 3 <= width, control.description
 
 
 def test_explorer_constructor_errors(model: InductionModel) -> None:

@@ -7,6 +7,9 @@
 * What the site's settings take for granted about the notebooks: every cell that the site folds
   away (tag ``hide-input``) is a solution, and every widget output carries the HTML note the site
   shows in its place.
+* Every lesson's headings are in order (one H1, first; no level skipped), every figure cell carries a
+  one-sentence alt text for the site (``mystnb.image.alt``, written by scripts/apply_figure_metadata.py),
+  and the landing page has a launch button.
 * requirements-site.txt adds tools beside requirements.txt without pinning anything it pins.
 * With the site tools installed: a table of contents that leaves a lesson out fails the build (with
   stand-in notebooks, so the build takes a few seconds).
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -29,6 +33,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
 NOTEBOOKS = ROOT / "notebooks"
+# The headings and alt-text checks read these (BROWSER_TEST_NOTEBOOKS=/path: other copies, as the browser tests).
+CHECKED_NOTEBOOKS = Path(os.environ.get("BROWSER_TEST_NOTEBOOKS", NOTEBOOKS))
 BADGE = re.compile(r"\[!\[[^\]]*\]\(https://mybinder\.org/badge_logo\.svg\)\]\(([^)\s]+)\)")
 # How sphinx-book-theme spells each notebook interface in a Binder link's urlpath.
 INTERFACE_PATHS = {"jupyterlab": "lab/tree", "classic": "tree"}
@@ -204,3 +210,75 @@ def test_a_lesson_missing_from_the_table_of_contents_fails_the_build(tmp_path: P
     # Exactly one complaint, about the lesson left out: the stand-ins build cleanly otherwise.
     assert len(warnings) == 1, result.stderr
     assert f"{left_out}.ipynb" in warnings[0] and "toctree" in warnings[0], warnings[0]
+
+
+# ----- headings, alt texts, the landing page's launch button ---------------------------------------
+FENCE = re.compile(r"^(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+\S")
+
+
+def heading_levels(markdown_sources: list[str]) -> list[int]:
+    """The level of every Markdown heading (``#`` lines outside fenced code), in order."""
+    levels = []
+    for text in markdown_sources:
+        fenced = False
+        for line in text.splitlines():
+            if FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and (match := HEADING.match(line)):
+                levels.append(len(match.group(1)))
+    return levels
+
+
+def heading_problems(levels: list[int]) -> list[str]:
+    problems = []
+    if not levels or levels[0] != 1:
+        problems.append("the first heading is not an H1")
+    if levels.count(1) != 1:
+        problems.append(f"{levels.count(1)} H1 headings, not one")
+    for before, after in itertools.pairwise(levels):
+        if after > before + 1:
+            problems.append(f"an H{after} follows an H{before}")
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        (["# Lesson\n\n## 1. Part\n\n### a", "## 2. Part"], []),
+        (["# Lesson\n\n### skipped"], ["an H3 follows an H1"]),
+        (["## no title"], ["the first heading is not an H1", "0 H1 headings, not one"]),
+        (["# One\n```python\n# a comment, not a heading\n```\n# Two"], ["2 H1 headings, not one"]),
+    ],
+)
+def test_heading_check_sees_each_problem(sources: list[str], expected: list[str]) -> None:
+    assert heading_problems(heading_levels(sources)) == expected
+
+
+@pytest.mark.parametrize("lesson", [path.stem for path in sorted(CHECKED_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))])
+def test_headings_are_in_order(lesson: str) -> None:
+    """One H1 (the title, first) and no skipped level: what a screen reader's heading list needs."""
+    path = CHECKED_NOTEBOOKS / f"{lesson}.ipynb"
+    sources = ["".join(cell["source"]) for cell in cells(path) if cell["cell_type"] == "markdown"]
+    assert not heading_problems(heading_levels(sources)), f"{lesson}: {heading_problems(heading_levels(sources))}"
+
+
+def test_every_figure_has_an_alt_text() -> None:
+    """Every cell that stores a figure gives the site a one-sentence description of it."""
+    missing = []
+    for path in sorted(CHECKED_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        for cell in cells(path):
+            if any("image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+                alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+                if len(alt.split()) < 6 or not alt.endswith("."):
+                    missing.append(f"{path.stem} cell {cell.get('id')}: {alt!r}")
+    assert not missing, "figures without a real alt text (run scripts/apply_figure_metadata.py):\n" + "\n".join(
+        missing
+    )
+
+
+def test_the_landing_page_has_a_launch_button() -> None:
+    config = site_config()
+    button = config["myst_substitutions"]["binder_button"]
+    assert f'href="{config["BINDER_LAUNCH"]}notebooks/01_one_head.ipynb"' in button
+    assert "{{ binder_button }}" in (SITE / "index.md").read_text(encoding="utf-8")

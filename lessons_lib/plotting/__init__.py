@@ -8,4 +8,55 @@ conventions), ``attention_maps`` (05: per-head heatmaps, column blocks, split la
 ``latent_flow`` (07: the MLA data flow), ``tiling`` (08: the tiles a tiled pass visits),
 ``residual_stream`` (09: the block on its residual stream) and ``induction_maps`` (09: the induction
 model's loss, heads, ablation and composition, and the widget's panels).
+
+Crisp on HiDPI screens: imported inside IPython (a notebook kernel), this package switches the inline
+backend to its ``retina`` format, so every figure a lesson shows is a PNG with ``PIXEL_DENSITY`` (2)
+pixels per displayed pixel, and the output's metadata gives its displayed size (half the PNG's): JupyterLab
+and the website (myst-nb copies ``width`` and ``height`` into the page) show it at that size.
+Outside IPython (scripts, tests) importing it changes nothing.
 """
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["DISPLAY_DPI", "PAGE_WIDTH", "PIXEL_DENSITY", "use_retina_inline"]
+
+DISPLAY_DPI = 100  # CSS pixels per figure inch: Matplotlib's default dpi, the size a figure is shown at
+PIXEL_DENSITY = 2  # PNG pixels per CSS pixel
+# The widest a figure is shown in a lesson page's text column on a desktop (the website at a 1440 px wide
+# window; JupyterLab's output area is wider). A wider figure is shrunk to this width, its text with it.
+PAGE_WIDTH = 790
+MIN_FONT_POINTS = 9.0  # the smallest text a figure may show, in points at its displayed size
+
+
+def use_retina_inline() -> bool:
+    """Ask the running IPython kernel's inline backend for ``retina`` PNGs; False outside IPython.
+
+    Sets the ``InlineBackend.figure_formats`` option, which installs the retina formatter at once and
+    again whenever pyplot (re)activates the inline backend, whichever is imported first.
+    """
+    if "IPython" not in sys.modules:  # plain Python: IPython is not even loaded
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return False
+    try:
+        from matplotlib_inline.config import InlineBackend
+    except ImportError:  # pragma: no cover - ipykernel depends on matplotlib-inline
+        return False
+    config = InlineBackend.instance(parent=shell)
+    if config.figure_formats != {"retina"}:
+        config.figure_formats = {"retina"}  # used whenever pyplot activates the inline backend from now on
+    import matplotlib
+
+    if "inline" in matplotlib.get_backend():  # pyplot was imported first: the backend is already active
+        from IPython.core.pylabtools import select_figure_formats
+
+        select_figure_formats(shell, {"retina"}, **config.print_figure_kwargs)  # type: ignore[no-untyped-call]
+    return True
+
+
+use_retina_inline()

@@ -187,7 +187,7 @@ def plot_head_flow(
                     arrowprops={"arrowstyle": "->", "color": "black", "lw": 1.2})
         if weight_name:  # the projection's name and shape, on a white patch in the middle of its arrow
             ax.text((start_x + end_x) / 2, (y0 + y1) / 2, f"{weight_name} {shapes[weight_name]}", ha="center",
-                    va="center", fontsize=8, transform=ax.transAxes, bbox={"facecolor": "white", "lw": 0, "pad": 1})
+                    va="center", fontsize=9, transform=ax.transAxes, bbox={"facecolor": "white", "lw": 0, "pad": 1})
     ax.set_title(title)
     ax.set_xlabel("data flows left to right; T queries, S source positions, D input width")
     return fig

@@ -23,6 +23,8 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
+from lessons_lib.plotting.palette import head_colourmap
+
 __all__ = [
     "add_colorbar",
     "draw_columns",
@@ -42,7 +44,7 @@ __all__ = [
 
 MAP_CMAP = "viridis"
 COLUMN_CMAP = "RdBu_r"
-HEAD_CMAP = "tab10"
+HEAD_CMAP = head_colourmap(10)  # head ids 0 .. 9, colour-vision-aware (see plotting.palette)
 WEIGHT_LABEL = "attention weight"
 
 
@@ -72,8 +74,8 @@ def add_colorbar(
     box = ax.get_position()
     cax = fig.add_axes((box.x1 + gap, box.y0, width, box.height))
     bar = fig.colorbar(image, cax=cax, **kwargs)
-    bar.set_label(label, fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    bar.set_label(label, fontsize=9)
+    bar.ax.tick_params(labelsize=9)
     return bar
 
 
@@ -90,9 +92,9 @@ def draw_map(
     _check_labels("key_labels", key_labels, weights.shape[1])
     image = ax.imshow(weights, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
     label_tokens(ax, query_labels, key_labels)
-    ax.tick_params(length=0, labelsize=8)
-    ax.set_xlabel("source (key)", fontsize=8)
-    ax.set_ylabel("query", fontsize=8)
+    ax.tick_params(length=0, labelsize=9)
+    ax.set_xlabel("source (key)", fontsize=9)
+    ax.set_ylabel("query", fontsize=9)
     ax.set_title(title, fontsize=9)
     return image
 
@@ -114,9 +116,9 @@ def draw_columns(
     ax.set_xticks(range(block.shape[1]), [str(first_column + j) for j in range(block.shape[1])])
     D = block.shape[0]
     ax.set_yticks([0, D - 1], ["0", str(D - 1)])  # few labels: every row is an input feature
-    ax.tick_params(length=0, labelsize=7)
-    ax.set_xlabel("column", fontsize=8)
-    ax.set_ylabel("input feature", fontsize=8, labelpad=-4)
+    ax.tick_params(length=0, labelsize=9)
+    ax.set_xlabel("column", fontsize=9)
+    ax.set_ylabel("input feature", fontsize=9, labelpad=-4)
     return image
 
 
@@ -129,9 +131,9 @@ def draw_cut_matrix(ax: Axes, w: NDArray[np.floating]) -> list[Line2D]:
     _check_axes("w", w, "(D_in, D)")
     limit = float(np.abs(w).max())
     ax.imshow(w, cmap=COLUMN_CMAP, vmin=-limit, vmax=limit, interpolation="nearest")
-    ax.set_xlabel("column (output feature)", fontsize=8)
-    ax.set_ylabel("input feature", fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.set_xlabel("column (output feature)", fontsize=9)
+    ax.set_ylabel("input feature", fontsize=9)
+    ax.tick_params(labelsize=9)
     return [ax.axvline(col - 0.5, color="black", linewidth=1.5, visible=False) for col in range(1, w.shape[1])]
 
 
@@ -153,12 +155,12 @@ def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArr
     return tiled
 
 
-def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int) -> AxesImage:
+def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int, per_row: int = 8) -> AxesImage:
     """``maps (h, T, S)`` side by side in a grid of ``slots`` cells (see `tile_maps`), no axes.
 
-    Update the picture with ``image.set_data(tile_maps(new_maps, slots))``.
+    Update the picture with ``image.set_data(tile_maps(new_maps, slots, per_row))``.
     """
-    tiled = tile_maps(maps, slots)
+    tiled = tile_maps(maps, slots, per_row)
     image = ax.imshow(tiled, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
     ax.axis("off")
     return image
@@ -171,9 +173,9 @@ def draw_split_layout(ax: Axes, layout: NDArray[np.integer], heads: int, title: 
     T, D = layout.shape
     ax.set_xticks(range(D))
     ax.set_yticks(range(T))
-    ax.tick_params(length=0, labelsize=7)
-    ax.set_xlabel("input feature", fontsize=8)
-    ax.set_ylabel("token position t", fontsize=8)
+    ax.tick_params(length=0, labelsize=9)
+    ax.set_xlabel("input feature", fontsize=9)
+    ax.set_ylabel("token position t", fontsize=9)
     ax.set_title(title, fontsize=9)
     return image
 
@@ -203,7 +205,7 @@ def plot_head_map(
     fig.subplots_adjust(left=0.15, right=0.95, bottom=0.15, top=0.9)
     image = draw_map(ax, weights, query_labels, key_labels, title)
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
-    bar.set_label(WEIGHT_LABEL, fontsize=8)
+    bar.set_label(WEIGHT_LABEL, fontsize=9)
     return fig
 
 
@@ -253,7 +255,7 @@ def plot_split_layouts(correct: NDArray[np.integer], wrong: NDArray[np.integer],
     image = draw_split_layout(axes[0], correct, heads, "reshape then transpose (correct)")
     draw_split_layout(axes[1], wrong, heads, "direct reshape (wrong)")
     bar = fig.colorbar(image, ax=list(axes), **head_ticks(heads))
-    bar.set_label("head", fontsize=8)
+    bar.set_label("head", fontsize=9)
     return fig
 
 
@@ -304,5 +306,5 @@ def plot_head_count_comparison(
     ax.set_xlabel("symbol the model must name at each position", fontsize=9)
     ax.set_ylabel("held-out accuracy", fontsize=9)
     ax.set_title(f"Same total width D = {width}, same data and steps: {seeds} seeds", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

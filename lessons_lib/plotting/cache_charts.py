@@ -15,6 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
 from lessons_lib.kv_cache import format_bytes
+from lessons_lib.plotting.palette import head_colour, text_colour
 
 __all__ = [
     "clear_drawing",
@@ -77,34 +78,45 @@ def plot_models_cache(
     ax.set_yticks(list(rows), list(names))
     ax.invert_yaxis()
     ax.set_xlabel(f"KV cache for one sequence of {tokens} tokens, 2-byte elements (GiB)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     return fig
 
 
 def plot_head_sharing(mapping: Sequence[int], kv_heads: int, title: str, ax: Axes | None = None) -> Figure | SubFigure:
     """Query heads (top row) joined to the key/value head each reads (bottom row).
 
-    ``mapping[i]`` is the K/V head of query head ``i``; colours follow the K/V head.
+    ``mapping[i]`` is the K/V head of query head ``i``; colours follow the K/V head (`palette.HEAD_COLOURS`,
+    distinct for up to 16 heads) and every marker is labelled. Markers shrink with the number of heads,
+    so neighbours never touch.
     """
     fig, ax = _axes(ax, (6.0, 2.6))
     heads = len(mapping)
-    colours = matplotlib.colormaps["tab10"]
     span = max(heads - 1, 1)
     kv_x = [span * (j + 0.5) / kv_heads - 0.5 for j in range(kv_heads)]
+    # Marker width: at most 75% of the distance between neighbours (in points), never more than 20 pt.
+    box = ax.get_position()
+    axes_points = box.width * fig.get_figwidth() * 72 if isinstance(fig, Figure) else 300.0
+    step = axes_points / (heads + 1)  # x runs from -1 to heads: heads + 1 units
+    side = min(20.0, 0.75 * step)
+    fontsize = 9 if side >= 17 else 7.5
     for i, j in enumerate(mapping):
-        ax.plot([i, kv_x[j]], [1, 0], color=colours(j % 10), lw=1.5, zorder=1)
-    ax.scatter(range(heads), [1] * heads, s=260, marker="s", c=[colours(j % 10) for j in mapping], zorder=2)
-    ax.scatter(kv_x, [0] * kv_heads, s=420, marker="o", c=[colours(j % 10) for j in range(kv_heads)], zorder=2)
-    for i in range(heads):
-        ax.annotate(f"q{i}", (i, 1), ha="center", va="center", fontsize=7, color="white", zorder=3)
+        ax.plot([i, kv_x[j]], [1, 0], color=head_colour(j), lw=1.5, zorder=1)
+    ax.scatter(range(heads), [1] * heads, s=side**2, marker="s", c=[head_colour(j) for j in mapping], zorder=2)
+    ax.scatter(kv_x, [0] * kv_heads, s=side**2 * 1.1, marker="o", c=[head_colour(j) for j in range(kv_heads)],
+               zorder=2)
+    for i, j in enumerate(mapping):
+        ax.annotate(f"q{i}", (i, 1), ha="center", va="center", fontsize=fontsize, color=text_colour(head_colour(j)),
+                    zorder=3)
     for j, x in enumerate(kv_x):
-        ax.annotate(f"kv{j}", (x, 0), ha="center", va="center", fontsize=7, color="white", zorder=3)
+        ax.annotate(f"kv{j}", (x, 0), ha="center", va="center", fontsize=fontsize,
+                    color=text_colour(head_colour(j)), zorder=3)
     ax.set_yticks([0, 1], ["K/V heads", "query heads"])
+    ax.tick_params(labelsize=9)
     ax.set_xticks([])
     ax.set_ylim(-0.4, 1.4)
     ax.set_xlim(-1, heads)
-    for side in ("top", "right", "bottom"):
-        ax.spines[side].set_visible(False)
+    for side_name in ("top", "right", "bottom"):
+        ax.spines[side_name].set_visible(False)
     ax.set_title(title, fontsize=10)
     return fig
 
@@ -121,7 +133,7 @@ def plot_conversion_error(
     ax.invert_xaxis()
     ax.set_xlabel(f"h_kv (h = {heads}); MHA on the left, MQA on the right")
     ax.set_ylabel("relative error of outputs")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -174,4 +186,4 @@ def _draw_growth(
         ax.set_ylabel("KV cache, all layers (GiB)")
     ax.set_xlabel("decoding step (tokens in the sequence so far)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right" if log else "upper left")
+    ax.legend(fontsize=9, loc="lower right" if log else "upper left")

@@ -65,11 +65,11 @@ def plot_loss_per_position(
     ax.set_xlim(-0.5, len(loss) - 0.5)
     ax.set_ylim(0, max(float(np.max(loss)), uniform) * 1.1)
     ax.set_xticks(positions)
-    ax.tick_params(labelsize=8)
+    ax.tick_params(labelsize=9)
     ax.set_xlabel("position t (the model predicts token t + 1)", fontsize=9)
     ax.set_ylabel("cross-entropy (nats)", fontsize=9)
     ax.set_title(title or "next-token loss at each position", fontsize=10)
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=9, loc="center right")
     return fig
 
 
@@ -103,7 +103,7 @@ def plot_head_maps(
         for j in range(h):
             ax = axes[i, j]
             image = ax.imshow(weights[i][j], cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
-            ax.set_title(f"layer {i} head {j}\nprev {previous[i, j]:.2f}  ind {induction[i, j]:.2f}", fontsize=8)
+            ax.set_title(f"layer {i} head {j}\nprev {previous[i, j]:.2f}  ind {induction[i, j]:.2f}", fontsize=9)
             ax.set_xticks(range(0, T, 2))
             ax.set_yticks(range(0, T, 2))
             ax.set_xticks(range(T), minor=True)
@@ -117,9 +117,9 @@ def plot_head_maps(
                 ax.plot(t - half + 1, t, "--", color="C1", linewidth=1.0, alpha=0.9)
                 ax.set_xlim(-0.5, T - 0.5)
                 ax.set_ylim(T - 0.5, -0.5)
-        axes[i, 0].set_ylabel("query position t", fontsize=8)
+        axes[i, 0].set_ylabel("query position t", fontsize=9)
     for ax in axes[-1]:
-        ax.set_xlabel("key position s", fontsize=8)
+        ax.set_xlabel("key position s", fontsize=9)
     add_colorbar(image, axes[0, -1], WEIGHT_LABEL, gap=0.01, width=0.012)
     width = max(2, *(len(label) for label in labels)) + 1
     rows = [
@@ -146,9 +146,9 @@ def plot_ablation(table: Floats, base: float, title: str = "") -> Figure:
                     color="white" if dark else "black")
     ax.set_xticks(range(h), [f"head {j}" for j in range(h)])
     ax.set_yticks(range(layers), [f"layer {i}" for i in range(layers)])
-    ax.tick_params(labelsize=8, length=0)
+    ax.tick_params(labelsize=9, length=0)
     bar = fig.colorbar(image, ax=ax)
-    bar.set_label("repeated-half loss (nats)", fontsize=8)
+    bar.set_label("repeated-half loss (nats)", fontsize=9)
     ax.set_title(title or f"repeated-half loss with one head zeroed (none zeroed: {base:.2f})", fontsize=10)
     return fig
 
@@ -169,7 +169,7 @@ def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: 
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("induction score", fontsize=9)
     ax.set_title(title or "induction score when the previous-token head's write is hidden", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -178,11 +178,11 @@ def draw_next_token_panel(ax: Axes, length: int) -> tuple[Line2D, Line2D]:
     with one head zeroed. Returns the two lines; update them with ``set_data``."""
     ax.set_xlim(-0.5, max(length - 1.5, 0.5))
     ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("p(actual next token)", fontsize=8)
-    ax.set_xlabel("position t", fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.set_ylabel("p(actual next token)", fontsize=9)
+    ax.set_xlabel("position t", fontsize=9)
+    ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
     whole = ax.plot([], [], "o-", color="C0", markersize=3, label="whole model")[0]
     ablated = ax.plot([], [], "s--", color="C3", markersize=3, label="this head zeroed")[0]
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
     return whole, ablated

@@ -61,7 +61,7 @@ def plot_mask_conventions(allowed: NDArray[np.bool_]) -> Figure:
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(S))
         ax.set_yticks(range(T))
-        ax.tick_params(length=0, labelsize=8)
+        ax.tick_params(length=0, labelsize=9)
         ax.set_xlabel("key position s", fontsize=9)
     axes[0].set_ylabel("query position t", fontsize=9)
     handles = [Patch(facecolor=ALLOWED_COLOUR, edgecolor="black", label="may attend"),

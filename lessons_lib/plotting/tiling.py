@@ -34,7 +34,7 @@ def _span_labels(count: int, step: int, length: int) -> list[str]:
 def _label(ax: Axes, x: float, y: float, above: bool) -> None:
     """The value ``y`` written just above or just below its marker."""
     offset = (0, 7) if above else (0, -14)
-    ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=offset, ha="center", fontsize=8)
+    ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=offset, ha="center", fontsize=9)
 
 
 def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles are visited") -> Figure:

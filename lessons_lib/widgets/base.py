@@ -19,11 +19,16 @@ nothing and the figure is not managed by pyplot, so nothing appears in or is lef
 
 Pictures are rendered with Agg at ``PIXEL_DENSITY`` (2) times the pixel density of their displayed
 size and shown in an ``ipywidgets.Image`` whose CSS size is the displayed size: crisp on HiDPI screens.
+Going back to a state shown a moment ago shows its kept picture again without drawing it
+(``PICTURE_CACHE_SIZE`` recent pictures per widget). Sliders send their value when released, so a drag
+draws once, never a queue of pictures the learner has already moved past.
 """
 
 from __future__ import annotations
 
 import html
+import os
+import re
 import struct
 import zlib
 from abc import ABC, abstractmethod
@@ -38,11 +43,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-__all__ = ["DISPLAY_DPI", "PIXEL_DENSITY", "LessonWidget"]
+__all__ = ["DISPLAY_DPI", "PICTURE_CACHE_SIZE", "PIXEL_DENSITY", "LessonWidget", "readout_html"]
 
 DISPLAY_DPI = 100  # CSS pixels per figure inch (the size on the page)
 PIXEL_DENSITY = 2  # PNG pixels per CSS pixel (a HiDPI screen shows 2 or more device pixels per CSS pixel)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# How many recent pictures a widget keeps (PNG bytes, 50-200 KB each): going back to a state shown a moment
+# ago (head 0 -> 1 -> 0, repeat <-> tile) shows its picture again without drawing it. 0 turns this off.
+PICTURE_CACHE_SIZE = int(os.environ.get("LESSONS_PICTURE_CACHE", "24"))
 # Shown in place of the widget where no Python kernel runs it (the website, GitHub, nbviewer);
 # JupyterLab shows the live widget instead, because the widget view comes first in its order.
 STATIC_NOTE = (
@@ -78,10 +86,29 @@ def _fit_labels(control: widgets.ValueWidget) -> None:
     control.style.description_width = "initial"  # as wide as the description needs
     if isinstance(control, widgets.Checkbox):
         control.indent = False  # no empty description column before the box
+    if isinstance(control, widgets.IntSlider):
+        control.continuous_update = False  # one update when the drag ends: a drag never queues stale pictures
+    if isinstance(control, widgets.Dropdown):  # wide enough for its description and its longest option
+        labels = [str(option[0] if isinstance(option, tuple) else option) for option in control.options]
+        longest = max((len(label) for label in labels), default=1)
+        control.layout.width = f"{0.6 * (len(control.description) + longest) + 4:.1f}em"
     if isinstance(control, widgets.ToggleButtons):
         labels = [str(option[0] if isinstance(option, tuple) else option) for option in control.options]
         longest = max(len(label) for label in labels)
         control.style.button_width = f"{0.6 * longest + 2:.1f}em"  # a character is ~0.5 em wide; 2 em of padding
+
+
+def readout_html(text: str, error: str | None = None) -> str:
+    """The readout as HTML: an ``error`` first, on its own line, marked and announced (``role="alert"``).
+
+    "x // y" keeps its operands together (non-breaking spaces), so a line never ends before a lone "y".
+    """
+    body = re.sub(r" // ", "\u00a0//\u00a0", html.escape(text))
+    if error is None:
+        return f"<p>{body}</p>"
+    problem = html.escape(error)
+    return (f'<p role="alert" style="color:#b00020;font-weight:600;margin-bottom:0.3em">'
+            f"\u26a0 {problem}</p><p>{body}</p>")
 
 
 class LessonWidget(ABC):
@@ -110,9 +137,11 @@ class LessonWidget(ABC):
         self.image = widgets.Image(
             format="png", layout=widgets.Layout(width=f"{width}px", height=f"{height}px", object_fit="contain")
         )
-        self.readout = widgets.HTML()
+        # The text under the picture wraps at the picture's width, never wider.
+        self.readout = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px"))
         self._holding = False
         self._backgrounds: dict[Hashable, Any] = {}
+        self._pictures: dict[Hashable, bytes] = {}  # picture key -> PNG, the most recently shown last
         self.data: dict[str, Any] = self._compute()
         self._dynamic: list[Artist] = self._build()
         for artist in self._dynamic:
@@ -163,11 +192,25 @@ class LessonWidget(ABC):
         finally:
             self._holding = False
 
+    def _picture_key(self) -> Hashable:
+        """What the picture depends on (default: every control's value); override when it depends on more."""
+        return tuple(control.value for control in self.controls.values())
+
     def _show(self) -> None:
-        self._draw()
-        self._render()
+        """Show ``.data``: a picture already drawn for the same key is shown again without drawing."""
+        key = self._picture_key()
+        cached = self._pictures.pop(key, None)
+        if cached is None:
+            self._draw()
+            self._render()
+            cached = self.image.value
+        else:
+            self.image.value = cached
+        self._pictures[key] = cached  # most recent last
+        while len(self._pictures) > PICTURE_CACHE_SIZE:
+            self._pictures.pop(next(iter(self._pictures)))
         if "readout" in self.data:
-            self.readout.value = html.escape(self.data["readout"])
+            self.readout.value = readout_html(self.data["readout"], self.data.get("error"))
 
     def _render(self) -> None:
         """Draw the figure with Agg and hand the PNG to ``self.image`` (the browser swaps the picture).

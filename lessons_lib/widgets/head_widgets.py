@@ -47,6 +47,7 @@ from lessons_lib.widgets.base import LessonWidget
 __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
 PROJECTIONS = ("wq", "wk", "wv")
+TILES_PER_ROW = 4  # HeadReslicer: maps per row (h = 8 and 16 take two and four rows)
 
 
 class HeadExplorer(LessonWidget):
@@ -151,6 +152,7 @@ class HeadReslicer(LessonWidget):
         layer = self.model.layer
         d_h = layer.width // h
         labels = self.model.labels(self.tokens[item])
+        heads = "the one head's map" if h == 1 else f"maps of heads 0-{h - 1}"
         return {
             "heads": h,
             "sequence": item,
@@ -160,25 +162,69 @@ class HeadReslicer(LessonWidget):
             "wk_blocks": column_blocks(layer.wk, h),
             "maps": head_maps(self.x[item : item + 1], layer.wq, layer.wk, h)[0],  # (1, h, T, T) -> (h, T, T)
             "labels": labels,
-            "title": f"sequence {item} ({' '.join(labels)}): maps of heads 0..{h - 1}",
+            "title": f"sequence {item} ({' '.join(labels)}): {heads}",
         }
 
     def _build(self) -> list[Artist]:
-        self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.6]})
-        self.figure.subplots_adjust(left=0.05, right=0.92, bottom=0.14, top=0.86, wspace=0.3)
+        self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 3.3]})
+        self.figure.subplots_adjust(left=0.06, right=0.9, bottom=0.17, top=0.84, wspace=0.45)
         self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
-        self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.model.layer.width)
+        self._maps_ax.set_anchor("E")  # the maps hug their colour bar, however few they are
+        self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.data["heads"], per_row=TILES_PER_ROW)
         add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
         add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
-        return [self._tiles, *self._edges, self._wq_ax.title, self._maps_ax.title]
+        self._names: list[Artist] = []
+        self._shown = 0
+        self._maps_ax.axis("on")
+        for spine in self._maps_ax.spines.values():
+            spine.set_visible(False)
+        self._maps_ax.tick_params(length=0, labelsize=9)
+        # The tokens change with the sequence: the maps' axes (ticks and token labels) are drawn on every
+        # update, so a new sequence needs no new background (only a new h does).
+        axes = [self._maps_ax.xaxis, self._maps_ax.yaxis]
+        return [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
+
+    def _background_key(self) -> Hashable:
+        heads: int = self.data["heads"]
+        return heads  # the grid and the head names are background; the tokens are drawn per update
+
+    def _lay_out_maps(self) -> None:
+        """Axes, token labels and head names for ``h`` maps in rows of `TILES_PER_ROW`."""
+        d = self.data
+        h, (T, S) = d["heads"], d["maps"].shape[1:]
+        tiled = tile_maps(d["maps"], slots=h, per_row=TILES_PER_ROW)
+        rows, cols = tiled.shape
+        ax = self._maps_ax
+        self._tiles.set_extent((-0.5, cols - 0.5, rows - 0.5, -0.5))
+        ax.set_xlim(-0.5, cols - 0.5)
+        ax.set_ylim(rows - 0.5, -0.5)
+        for name in self._names:
+            name.remove()
+        per_row = min(h, TILES_PER_ROW)
+        self._names = [
+            ax.text((i % per_row) * (S + 1) + (S - 1) / 2, (i // per_row) * (T + 1) - 0.7, f"head {i}",
+                    ha="center", va="bottom", fontsize=9 if h <= TILES_PER_ROW else 7.5)
+            for i in range(h)
+        ] if 1 < h <= 2 * TILES_PER_ROW else []  # 16 maps are too small to name: they read in order
+        labelled = h <= TILES_PER_ROW  # one row of maps: tokens along every map and down the first
+        ax.xaxis.set_visible(labelled)
+        ax.yaxis.set_visible(labelled)
+        ax.apply_aspect()  # place the axes for the new grid now: an update may draw the maps without a full draw
+        self._shown = h
 
     def _draw(self) -> None:
         d = self.data
+        if d["heads"] != self._shown or self._background_key() not in self._backgrounds:
+            self._lay_out_maps()
+        h, (T, S) = d["heads"], d["maps"].shape[1:]
+        if h <= TILES_PER_ROW:
+            self._maps_ax.set_xticks([c * (S + 1) + s for c in range(h) for s in range(S)], list(d["labels"]) * h)
+            self._maps_ax.set_yticks(range(T), d["labels"])
         for col, line in enumerate(self._edges, start=1):
             line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
         self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)
-        self._tiles.set_data(tile_maps(d["maps"], slots=self.model.layer.width))
-        self._maps_ax.set_title(d["title"], fontsize=9)
+        self._tiles.set_data(tile_maps(d["maps"], slots=d["heads"], per_row=TILES_PER_ROW))
+        self._maps_ax.set_title(d["title"], fontsize=9, pad=18)
 
 
 def _runs(values: list[int]) -> str:

@@ -120,7 +120,7 @@ class InductionExplorer(LessonWidget):
             "sequence": widgets.Dropdown(options=options, value="repeat", description="sequence"),
             "tokens": widgets.Text(
                 value=" ".join(map(str, self._ids)), continuous_update=False, description=f"tokens (0-{c.vocab - 1})",
-                layout=widgets.Layout(width="34em"),
+                layout=widgets.Layout(width="58em", max_width="100%"),  # a whole 23-token sequence in view
             ),
             "layer": widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.layers)], value=layer,
                                       description="layer"),
@@ -135,6 +135,9 @@ class InductionExplorer(LessonWidget):
         if name == "tokens":
             self._set_quietly("sequence", TYPED)
         self.refresh()
+        if self.data["error"] is not None:  # the box shows what the chart shows; the error quotes what was typed
+            self._set_quietly("tokens", " ".join(map(str, self.data["ids"])))
+            self.data["tokens"] = self.controls["tokens"].value
 
     def _set_quietly(self, name: str, value: Any) -> None:
         self._holding = True
@@ -150,15 +153,14 @@ class InductionExplorer(LessonWidget):
         try:
             self._ids = parse_tokens(values["tokens"], c.vocab, c.context)
         except ValueError as problem:
-            error = str(problem)
+            error = f"Could not read {values['tokens']!r}: {problem}. Still showing the previous tokens."
         ids, layer, head = self._ids, int(values["layer"]), int(values["head"])
         view = next_token_view(self.model, ids, layer, head)
         shown = " ".join(map(str, view["predicted"]))
         copies = (f"on the token after the earlier copy {view['induction_weight']:.2f} ({view['copies']} positions "
                   f"have one)" if view["copies"] else "no token repeats, so there is no earlier copy to follow")
         readout = (
-            ("Could not read the tokens: " + error + ". Still showing the previous ones. " if error else "")
-            + f"Layer {layer}, head {head} on this sequence: mean weight on the previous token "
+            f"Layer {layer}, head {head} on this sequence: mean weight on the previous token "
             f"{view['previous_weight']:.2f}, {copies}. Predicted next tokens: {shown}. Mean loss on the "
             f"{len(ids) - 1} known next tokens: {view['loss']:.2f} with every head, {view['loss_ablated']:.2f} "
             f"with this head zeroed (ln {c.vocab} = {np.log(c.vocab):.2f} is a uniform guess)."
@@ -181,6 +183,9 @@ class InductionExplorer(LessonWidget):
         panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed", fontsize=8)
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]
+
+    def _picture_key(self) -> Hashable:
+        return (tuple(self.data["ids"]), self.data["layer"], self.data["head"])  # a bad entry keeps the old ids
 
     def _background_key(self) -> Hashable:
         return tuple(self.data["ids"])  # the token labels belong to the background

@@ -175,6 +175,42 @@ def retype_text(box: Any) -> None:
     field.press("Enter")
 
 
+# For every widget control: whether its option texts and its text fit (a dropdown's longest option, measured
+# in the select's own font, plus room for the arrow; a text box's whole value), and whether its label sits
+# beside it (inline, on the same line) rather than above it.
+CONTROLS_FIT_JS = """
+() => {
+  const canvas = document.createElement('canvas').getContext('2d');
+  const width = (text, element) => {
+    canvas.font = getComputedStyle(element).font;
+    return canvas.measureText(text).width;
+  };
+  const found = [];
+  for (const control of document.querySelectorAll('.jp-Notebook .widget-vbox .widget-inline-hbox')) {
+    const label = control.querySelector('.widget-label');
+    const name = label ? label.textContent.trim() : '';
+    const select = control.querySelector('select');
+    const input = control.querySelector('input[type="text"]');
+    const field = select || input || control.querySelector('.noUi-target, input');
+    if (label && field && label.textContent.trim()) {
+      const a = label.getBoundingClientRect(), b = field.getBoundingClientRect();
+      if (a.bottom <= b.top + 2 || a.right > b.left + 2) found.push(name + ': the label is not beside its control');
+    }
+    if (select) {
+      const longest = Math.max(...Array.from(select.options).map(option => width(option.text, select)));
+      if (longest + 24 > select.clientWidth) {
+        found.push(`${name}: options need ${Math.round(longest + 24)} px, the box is ${select.clientWidth} px`);
+      }
+    }
+    if (input && input.scrollWidth > input.clientWidth + 1) {
+      found.push(`${name}: its text needs ${input.scrollWidth} px, the box is ${input.clientWidth} px`);
+    }
+  }
+  return found;
+}
+"""
+
+
 def exercise_widgets(page: Any, name: str, shots: Path) -> int:
     """Drive every enabled slider, dropdown and text box once; assert each changes what is displayed."""
     page.wait_for_selector(".jp-Notebook .jupyter-widgets", timeout=30_000)
@@ -185,6 +221,8 @@ def exercise_widgets(page: Any, name: str, shots: Path) -> int:
     controls += [("dropdown", dropdowns.nth(i)) for i in range(dropdowns.count())]
     controls += [("text", texts.nth(i)) for i in range(texts.count())]
     assert controls, f"{name}: the notebook uses widgets but no slider, dropdown or text box rendered"
+    cramped = page.evaluate(CONTROLS_FIT_JS)
+    assert not cramped, f"{name}: widget controls that cut their text or put their label above them: {cramped}"
     for index, (kind, control) in enumerate(controls):
         control.scroll_into_view_if_needed()
         before = snapshot(page)

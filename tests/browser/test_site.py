@@ -13,6 +13,12 @@ one lesson with maths, figures, widgets, predictions and solutions together. It 
 * the Binder button opens the README's link for the lesson and the download button gives the
   committed notebook, byte for byte.
 
+Two more tests read every page: on a 390 px phone no page is wider than the screen and the landing
+page has a launch button; in dark mode every note, admonition, printed output and paragraph reaches
+WCAG AA contrast (4.5:1, computed from the rendered colours), and every figure sits undimmed on a white
+plate, at twice its displayed pixel density, with a one-sentence alt text (dark-mode screenshots of
+each lesson's first figure and widget note are saved).
+
 Screenshots go to pytest's tmp_path. Without Chromium or Playwright the test skips (conftest.py),
 and so it does without the site tools (`pip install -r requirements-site.txt`).
 `BROWSER_TEST_NOTEBOOKS=/path` builds the site from other notebooks, as for the other browser tests.
@@ -279,3 +285,124 @@ def test_the_website_in_chromium(built_site: Path, browser: Any, tmp_path: Path)
         with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
             page.screenshot(path=str(tmp_path / "last_state.png"), full_page=True)
         page.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Every page on a phone, in dark mode, and for a screen reader.
+
+PHONE = {"width": 390, "height": 844}
+AA_CONTRAST = 4.5  # WCAG 2 level AA for body text
+WHITE = "rgb(255, 255, 255)"
+# What must stay legible in dark mode: every widget note, admonition (and its title), printed output and
+# paragraph of text. For each, its text colour and the first opaque background behind it, both as
+# composited [r, g, b], and the WCAG contrast ratio between them.
+CONTRAST_JS = """
+() => {
+  const rgba = text => (text.match(/[\\d.]+/g) || ['0', '0', '0', '0']).map(Number).concat([1]).slice(0, 4);
+  const over = (top, bottom) => [0, 1, 2].map(i => top[i] * top[3] + bottom[i] * (1 - top[3]));
+  const background = element => {
+    const layers = [];
+    for (let e = element; e; e = e.parentElement) {
+      const colour = rgba(getComputedStyle(e).backgroundColor);
+      if (colour[3] > 0) layers.push(colour);
+      if (colour[3] >= 1) break;
+    }
+    return layers.reverse().reduce((below, layer) => over(layer, below), [255, 255, 255]);
+  };
+  const luminance = rgb => {
+    const [r, g, b] = rgb.map(v => v / 255).map(v => v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const selectors = ['.lesson-widget-note p', '.admonition p', '.admonition .admonition-title',
+                     'div.cell_output pre', 'article p', 'article li', 'article code'];
+  const found = [];
+  for (const selector of selectors) {
+    for (const element of document.querySelectorAll(selector)) {
+      if (!element.offsetParent || !element.innerText.trim()) continue;  // hidden (a folded solution)
+      const back = background(element);
+      const colour = over(rgba(getComputedStyle(element).color), back);
+      const [light, dark] = [luminance(colour), luminance(back)].sort((a, b) => b - a);
+      found.push({selector, text: element.innerText.trim().slice(0, 50), ratio: (light + 0.05) / (dark + 0.05)});
+    }
+  }
+  return found;
+}
+"""
+FIGURES_JS = """
+() => Array.from(document.querySelectorAll('article .cell_output img')).map(img => {
+  const style = getComputedStyle(img);
+  return {src: img.getAttribute('src'), alt: img.getAttribute('alt') || '', background: style.backgroundColor,
+          filter: style.filter, shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
+          attribute: Number(img.getAttribute('width') || 0)};
+})
+"""
+
+
+def page_width(page: Any) -> int:
+    width: int = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
+    return width
+
+
+def real_alt_text(alt: str) -> bool:
+    """One sentence that describes the figure: words, not a file name or a placeholder."""
+    return len(alt.split()) >= 6 and alt.endswith(".") and not re.search(r"\.(png|svg|jpe?g)\b|_images/", alt)
+
+
+def test_every_page_fits_a_phone(built_site: Path, browser: Any, tmp_path: Path) -> None:
+    """At 390 px no page scrolls sideways: long inline code, titles and printed lines wrap, wide figures
+    scroll inside their own box; the landing page has a launch button too."""
+    page = browser.new_page(viewport=PHONE, device_scale_factor=2)
+    try:
+        page.goto((built_site / "site" / "index.html").as_uri())
+        button = page.locator("article a.launch-binder")
+        assert button.count() == 1 and button.is_visible(), "the landing page has no visible launch button"
+        assert button.get_attribute("href").endswith("notebooks/01_one_head.ipynb")
+        box = button.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], "the launch button is cut off"
+        widths = {"index": page_width(page)}
+        page.screenshot(path=str(tmp_path / "phone_index.png"))
+        for lesson in lessons():
+            page.goto((built_site / "notebooks" / f"{lesson}.html").as_uri())
+            page.wait_for_load_state("load")
+            widths[lesson] = page_width(page)
+            if widths[lesson] > PHONE["width"]:
+                page.screenshot(path=str(tmp_path / f"phone_{lesson}.png"), full_page=True)
+        too_wide = {name: width for name, width in widths.items() if width > PHONE["width"]}
+        assert not too_wide, f"pages wider than a {PHONE['width']} px phone (px): {too_wide}"
+    finally:
+        page.close()
+
+
+def test_dark_mode_and_figures(built_site: Path, browser: Any, tmp_path: Path) -> None:
+    """In dark mode every note, admonition and output reaches WCAG AA contrast; every figure sits undimmed
+    on a white plate, at twice its displayed pixel density, with a one-sentence alt text."""
+    context = browser.new_context(viewport=VIEWPORT, color_scheme="dark")
+    page = context.new_page()
+    problems: list[str] = []
+    try:
+        for lesson in lessons():
+            page.goto((built_site / "notebooks" / f"{lesson}.html").as_uri())
+            page.wait_for_load_state("load")
+            assert page.evaluate("document.documentElement.dataset.theme") == "dark", "the site ignores dark mode"
+            for found in page.evaluate(CONTRAST_JS):
+                if found["ratio"] < AA_CONTRAST:
+                    problems.append(f"{lesson}: {found['selector']} {found['text']!r} contrast {found['ratio']:.2f}")
+            for figure in page.evaluate(FIGURES_JS):
+                where = f"{lesson}: figure {figure['src']}"
+                if figure["background"] != WHITE or figure["filter"] not in ("none", ""):
+                    problems.append(f"{where} on {figure['background']} with filter {figure['filter']}")
+                if not real_alt_text(figure["alt"]):
+                    problems.append(f"{where} has the alt text {figure['alt']!r}")
+                if not 0 <= figure["natural"] - 2 * figure["attribute"] < 2:  # an odd width is halved down
+                    problems.append(f"{where} is {figure['natural']} px for a width of {figure['attribute']} px")
+            notes = page.locator("article .lesson-widget-note")
+            if notes.count():
+                notes.first.scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / f"dark_{lesson}_note.png"))
+            images = page.locator("article .cell_output img")
+            if images.count():
+                images.first.scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / f"dark_{lesson}_figure.png"))
+        assert not problems, "\n".join(problems)
+    finally:
+        context.close()

@@ -1,0 +1,302 @@
+"""Widget latency as a person feels it: from a control's change in the browser to the new picture painted.
+
+    python benchmarks/widget_latency.py                # every control of the six lesson widgets, 10 changes each
+    python benchmarks/widget_latency.py --changes 20   # more changes per control
+    python benchmarks/widget_latency.py --widgets HeadSharing InductionExplorer
+
+Starts JupyterLab on a temporary folder holding one notebook that shows the six widgets of lessons 05, 06
+and 09 (HeadExplorer, HeadReslicer, SplitExplorer, KVCacheCalculator, HeadSharing, InductionExplorer),
+opens it in headless Chromium (Debian's `/usr/bin/chromium` driven by Playwright, as the browser tests
+do; `CHROMIUM=/path` picks another), runs it, and then changes every control as a person does: picks the
+next option of a dropdown, clicks a toggle button or a checkbox, presses an arrow key on a slider, types
+into a text box and presses Enter. A listener in the page notes the time of the input event; an observer
+notes when the widget's image gets its new picture, waits until it is decoded and the browser's next frame
+starts (it is then painted), and reports the time between. Target: median <= 150 ms for every discrete
+control, PASS/MISS per control; exits 1 on a miss.
+
+A slider is also dragged with the mouse across its range in about half a second: the report says how many
+pictures arrived during the drag and after the release, and how long after the release the last one came.
+A slider that sends only its final value (``continuous_update=False``) draws once, after the release; one
+that sent every intermediate value would queue pictures the learner no longer wants.
+
+Not a test: timings depend on the machine and on what else runs; the load average is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_MS = 150.0
+WIDGETS = {  # name -> the code of its cell (each cell shows one widget)
+    "HeadExplorer": "from lessons_lib.widgets.head_widgets import HeadExplorer\nHeadExplorer()",
+    "HeadReslicer": "from lessons_lib.widgets.head_widgets import HeadReslicer\nHeadReslicer()",
+    "SplitExplorer": "from lessons_lib.widgets.head_widgets import SplitExplorer\nSplitExplorer()",
+    "KVCacheCalculator": "from lessons_lib.widgets.cache_widgets import KVCacheCalculator\nKVCacheCalculator()",
+    "HeadSharing": "from lessons_lib.widgets.cache_widgets import HeadSharing\nHeadSharing()",
+    "InductionExplorer": "from lessons_lib.widgets.induction_widgets import InductionExplorer\nInductionExplorer()",
+}
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+}
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+
+# In the page: window.lessonLatency.arm(widget) starts watching widget number `widget` (its top-level
+# VBox in output order): the next input event inside it starts the clock and the next new picture of its
+# image stops it, once decoded and at the start of the following frame. Every new picture is also counted.
+PROBE_JS = """
+() => {
+  const roots = () => Array.from(document.querySelectorAll('.jp-OutputArea-output .widget-vbox'))
+    .filter(box => !box.parentElement.closest('.widget-vbox'));
+  const probe = {pictures: [], start: null, done: null, watching: null};
+  probe.roots = roots;
+  probe.arm = index => {
+    const root = roots()[index];
+    const img = root.querySelector('img');
+    probe.start = null; probe.done = null; probe.pictures = [];
+    if (probe.watching) { probe.watching.observer.disconnect(); probe.watching.stop(); }
+    const onInput = event => { if (probe.start === null) probe.start = event.timeStamp; };
+    const kinds = ['change', 'click', 'keydown', 'pointerdown'];
+    kinds.forEach(kind => root.addEventListener(kind, onInput, true));
+    const observer = new MutationObserver(async () => {
+      const src = img.getAttribute('src');
+      try { await img.decode(); } catch (error) { return; }
+      if (img.getAttribute('src') !== src) return;  // replaced again meanwhile
+      requestAnimationFrame(frame => {
+        probe.pictures.push(frame);
+        if (probe.done === null && probe.start !== null) probe.done = frame;
+      });
+    });
+    observer.observe(img, {attributes: true, attributeFilter: ['src']});
+    probe.watching = {observer, stop: () => kinds.forEach(kind => root.removeEventListener(kind, onInput, true))};
+  };
+  probe.result = () => (probe.done === null || probe.start === null) ? null : probe.done - probe.start;
+  window.lessonLatency = probe;
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_notebook(path: Path, names: list[str]) -> None:
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "execution_count": None, "id": f"w{i}", "metadata": {}, "outputs": [],
+         "source": WIDGETS[name]}
+        for i, name in enumerate(names)
+    ]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def start_lab(base: Path) -> tuple[subprocess.Popen[bytes], str]:
+    root = base / "root"
+    root.mkdir()
+    for relative, values in LAB_SETTINGS.items():
+        target = base / "settings" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values), encoding="utf-8")
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(base / "config"), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(base / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"))
+    # The lessons_lib the kernel imports: this checkout's, unless PYTHONPATH names another first.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH", ""), str(REPO)]))
+    port, token = free_port(), secrets.token_hex(16)
+    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={root}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               "--LabApp.news_url=None", "--ServerApp.terminals_enabled=False"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--ServerApp.allow_root=True")
+    log = (base / "server.log").open("wb")
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            request = urllib.request.Request(f"{url}/api/status", headers={"Authorization": f"token {token}"})
+            urllib.request.urlopen(request, timeout=5).read()
+            return process, f"{url}/lab/tree/latency.ipynb?reset&token={token}"
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.5)
+    process.terminate()
+    raise SystemExit(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}")
+
+
+def run_all(page: Any, cells: int) -> None:
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_function("() => /\\|\\s*Idle\\b/.test(document.querySelector('.jp-StatusBar-Widget')?.innerText"
+                           " ?? '')", timeout=90_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    page.wait_for_function(
+        f"() => Array.from(document.querySelectorAll('.jp-OutputArea-output .widget-vbox img'))"
+        f".filter(img => img.naturalWidth > 0).length >= {cells}", timeout=180_000)
+
+
+def controls_of(page: Any, index: int) -> list[dict[str, str]]:
+    """Each control of widget ``index``: its kind and description, in display order."""
+    found: list[dict[str, str]] = page.evaluate(
+        """index => Array.from(window.lessonLatency.roots()[index].querySelectorAll(
+             '.widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text'))
+           .map(e => ({kind: e.classList.contains('widget-dropdown') ? 'dropdown'
+                           : e.classList.contains('widget-slider') ? 'slider'
+                           : e.classList.contains('widget-checkbox') ? 'checkbox'
+                           : e.classList.contains('widget-toggle-buttons') ? 'toggle'
+                           : e.querySelector('input[type=number]') ? 'number' : 'text',
+                       label: (e.querySelector('.widget-label')?.textContent || '').trim()}))""",
+        index,
+    )
+    return found
+
+
+def time_changes(page: Any, index: int, position: int, kind: str, changes: int) -> list[float]:
+    roots = page.evaluate_handle("() => window.lessonLatency.roots()")
+    root = roots.evaluate_handle(f"roots => roots[{index}]").as_element()
+    selector = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text"
+    control = root.query_selector_all(selector)[position]
+    select = control.query_selector("select") if kind == "dropdown" else None
+    start_index = int(select.evaluate("s => s.selectedIndex")) if select else 0
+    times: list[float] = []
+    for step in range(changes):
+        page.evaluate("index => window.lessonLatency.arm(index)", index)
+        change_with_handle(page, control, kind, step)
+        try:
+            page.wait_for_function("() => window.lessonLatency.result() !== null", timeout=5_000)
+        except Exception:  # no new picture: report it, keep measuring
+            # e.g. InductionExplorer's "typed below", which keeps the tokens and so the picture
+            print(f"    change {step}: no new picture within 5 s (left out of the median)")
+            continue
+        times.append(float(page.evaluate("() => window.lessonLatency.result()")))
+        page.wait_for_timeout(150)  # let late pictures of this change arrive before the next one
+    if select and int(select.evaluate("s => s.selectedIndex")) != start_index:
+        # Back to where it started (untimed), so the next control starts from the widget's own state:
+        # HeadSharing's h_kv offers one option only when h has come round to 1.
+        select.select_option(index=start_index)
+        page.wait_for_timeout(1000)
+    return times
+
+
+def change_with_handle(page: Any, control: Any, kind: str, step: int) -> None:
+    """`change` for an ElementHandle (the control found inside one widget)."""
+    if kind == "dropdown":
+        select = control.query_selector("select")
+        options = int(select.evaluate("s => s.options.length"))
+        current = int(select.evaluate("s => s.selectedIndex"))
+        select.select_option(index=(current + 1) % options)
+    elif kind == "slider":
+        handle = control.query_selector(".noUi-handle")
+        handle.focus()
+        now, low, high = (handle.get_attribute(a) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax"))
+        backwards = now == high or (step % 2 == 1 and now != low)
+        handle.press("ArrowLeft" if backwards else "ArrowRight")
+    elif kind == "checkbox":
+        control.query_selector("input").click()
+    elif kind == "toggle":
+        control.query_selector("button:not(.mod-active)").click()
+    else:
+        field = control.query_selector("input")
+        if kind == "number":
+            value = int(field.input_value())
+            field.fill(str(value * 2 if step % 2 == 0 else max(1, value // 2)))
+        else:
+            field.fill(" ".join(reversed(field.input_value().split())))
+        field.press("Enter")
+
+
+def drag_slider(page: Any, index: int, position: int) -> dict[str, float]:
+    """Drag a slider's handle across its track in ~0.5 s; count the pictures during and after the drag."""
+    roots = page.evaluate_handle("() => window.lessonLatency.roots()")
+    root = roots.evaluate_handle(f"roots => roots[{index}]").as_element()
+    selector = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text"
+    control = root.query_selector_all(selector)[position]
+    handle = control.query_selector(".noUi-handle").bounding_box()
+    track = control.query_selector(".noUi-base").bounding_box()
+    page.evaluate("index => window.lessonLatency.arm(index)", index)
+    y = handle["y"] + handle["height"] / 2
+    page.mouse.move(handle["x"] + handle["width"] / 2, y)
+    page.mouse.down()
+    begin = float(page.evaluate("() => performance.now()"))
+    steps = 20
+    for k in range(1, steps + 1):
+        page.mouse.move(track["x"] + track["width"] * k / steps, y)
+        page.wait_for_timeout(25)
+    released = float(page.evaluate("() => performance.now()"))
+    page.mouse.up()
+    page.wait_for_timeout(3000)
+    pictures = [float(t) for t in page.evaluate("() => window.lessonLatency.pictures")]
+    during = sum(begin <= t < released for t in pictures)
+    after = [t for t in pictures if t >= released]
+    return {"drag_ms": released - begin, "during": during, "after": len(after),
+            "last_after_release_ms": (max(after) - released) if after else float("nan")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=10, help="changes per control (default 10)")
+    parser.add_argument("--widgets", nargs="*", default=list(WIDGETS), choices=list(WIDGETS))
+    args = parser.parse_args(argv)
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    from playwright.sync_api import sync_playwright
+
+    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; "
+          f"{args.changes} changes per control; target: median <= {TARGET_MS:.0f} ms per discrete control")
+    misses = 0
+    with tempfile.TemporaryDirectory(prefix="widget_latency_") as folder:
+        base = Path(folder)
+        process, url = start_lab(base)
+        write_notebook(base / "root" / "latency.ipynb", args.widgets)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+                page = browser.new_page(viewport={"width": 1440, "height": 900}, device_scale_factor=2)
+                page.goto(url)
+                run_all(page, len(args.widgets))
+                page.evaluate(PROBE_JS)
+                for index, name in enumerate(args.widgets):
+                    for position, control in enumerate(controls_of(page, index)):
+                        times = time_changes(page, index, position, control["kind"], args.changes)
+                        if not times:
+                            print(f"{name:18} {control['label'] or control['kind']:18} no picture arrived  MISS")
+                            misses += 1
+                            continue
+                        median = statistics.median(times)
+                        verdict = "PASS" if median <= TARGET_MS else "MISS"
+                        misses += verdict == "MISS"
+                        print(f"{name:18} {control['label'] or control['kind']:18} {control['kind']:8} "
+                              f"median {median:6.0f} ms  (min {min(times):4.0f}, max {max(times):5.0f}, "
+                              f"n={len(times)})  {verdict}")
+                        if control["kind"] == "slider":
+                            drag = drag_slider(page, index, position)
+                            print(f"{'':18} {'(mouse drag)':18} {'slider':8} {drag['drag_ms']:.0f} ms drag: "
+                                  f"{drag['during']:.0f} pictures during it, {drag['after']:.0f} after the "
+                                  f"release, the last {drag['last_after_release_ms']:.0f} ms after it")
+                browser.close()
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+    print(f"{'all PASS' if not misses else f'{misses} MISS'}")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -78,11 +78,12 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
     ("07", "plot_latent_flow(layer.sizes"): (
         "A data-flow diagram of the lesson's latent attention layer: x is compressed into a cached latent c and "
         "a cached rotary key, grey arrows rebuild every head's keys and values, and orange arrows show the "
-        "absorbed route where queries meet the latent directly."
+        "absorbed route: queries meet the latent directly for the scores, and the weighted latent goes "
+        "through W_uv W_o for the output."
     ),
     ("07", "plot_latent_flow(deepseek_sizes"): (
-        "The same latent attention data-flow diagram with DeepSeek-V2's sizes, its cached latent and rotary "
-        "key in blue boxes and the query latent it adds drawn dashed."
+        "The same latent attention data-flow diagram with DeepSeek-V2's sizes: the cached latent and rotary "
+        "key in blue boxes, and every head's query built from the query latent c^Q."
     ),
     ("08", "plot_tiling("): (
         "Left, the grid of query and key blocks with each visited tile numbered in visiting order and the "
@@ -97,8 +98,9 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "add back into the stream, then LayerNorm 2 feeds the feed-forward layer, whose output is added too."
     ),
     ("09", "plot_loss_per_position("): (
-        "The model's next-token loss at each position, the two halves shaded: near the dashed uniform-guess "
-        "line over the first half and far lower over the repeated second half."
+        "The model's next-token loss at each position, the two halves shaded: around and above the dashed "
+        "uniform-guess line over the first half, with the dotted best possible loss below it, and far lower "
+        "over the repeated second half."
     ),
     ("09", "plot_head_maps("): (
         "Attention heatmaps of every head in both layers on one repeated sequence, each titled with its "

@@ -54,14 +54,17 @@ nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 nb_code_prompt_show = "Show the solution"
 nb_code_prompt_hide = "Hide the solution"
 myst_enable_extensions = ["dollarmath", "substitution"]
+# On Binder, binder/postBuild writes the learner copy (no stored outputs, so no answer on screen) into
+# my-lessons/; every Binder link opens a lesson there, the theme's per-page launch buttons included.
+LEARNER_COPY = "my-lessons/"
 myst_substitutions = {
     # the learner copy that binder/postBuild writes, as the README's badges open it (no stored answers)
-    "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}my-lessons/01_one_head.ipynb)",
+    "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}{LEARNER_COPY}01_one_head.ipynb)",
     "colab_lesson_01": f"[lesson 01 on Colab]({COLAB_LAUNCH}notebooks/01_one_head.ipynb)",
     "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
     # The landing page's launch button (lesson pages have the theme's launch menu); styled in site.css.
     "binder_button": (
-        f'<a class="launch-binder" href="{BINDER_LAUNCH}notebooks/01_one_head.ipynb">'
+        f'<a class="launch-binder" href="{BINDER_LAUNCH}{LEARNER_COPY}01_one_head.ipynb">'
         "Launch lesson 01 on Binder</a>"
     ),
 }
@@ -87,3 +90,21 @@ html_extra_path = ["_extra"]  # index.html at the top of the site, forwarding to
 # The download button offers the notebook itself (`_sources/notebooks/01_one_head.ipynb`).
 html_sourcelink_suffix = ""
 html_show_copyright = False
+
+
+def _binder_opens_the_learner_copy(
+    app: object, pagename: str, templatename: str, context: dict, doctree: object  # type: ignore[type-arg]
+) -> None:
+    """The theme's Binder button opens the page's own path (notebooks/...); point it at the learner copy."""
+    stack = list(context.get("header_buttons", []))
+    while stack:
+        button = stack.pop()
+        stack += button.get("buttons", [])
+        url = button.get("url", "")
+        if url.startswith(BINDER_LAUNCH + "notebooks/"):
+            button["url"] = BINDER_LAUNCH + LEARNER_COPY + url.removeprefix(BINDER_LAUNCH + "notebooks/")
+
+
+def setup(app: object) -> None:
+    # After the theme has added its launch buttons (priority 500).
+    app.connect("html-page-context", _binder_opens_the_learner_copy, priority=900)  # type: ignore[attr-defined]

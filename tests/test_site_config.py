@@ -280,5 +280,5 @@ def test_every_figure_has_an_alt_text() -> None:
 def test_the_landing_page_has_a_launch_button() -> None:
     config = site_config()
     button = config["myst_substitutions"]["binder_button"]
-    assert f'href="{config["BINDER_LAUNCH"]}notebooks/01_one_head.ipynb"' in button
+    assert f'href="{config["BINDER_LAUNCH"]}my-lessons/01_one_head.ipynb"' in button
     assert "{{ binder_button }}" in (SITE / "index.md").read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.font_manager  # builds the font cache now, see above
 
+SHARED_BUILD = "tests/browser/test_site.py"
 SANITIZE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"
 
 
@@ -30,13 +31,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where xdist is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """One notebook = one unit of work (its cells run in order, in one kernel, on one worker); every
+    """One notebook = one unit of work (its cells run in order, in one kernel, on one worker); so is
+    the site's browser test file (its tests share one build of the site, made once per worker); every
     other test is a unit of its own, so the browser tests of different notebooks run side by side."""
     from xdist.scheduler import LoadScopeScheduling
 
     class NotebookScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith(".ipynb") else nodeid
+            return path if path.endswith(".ipynb") or path.endswith(SHARED_BUILD) else nodeid
 
     return NotebookScheduling(config, log)

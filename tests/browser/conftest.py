@@ -77,11 +77,28 @@ def notebook_paths() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
+WIDGET_MARKERS = ("ipywidgets", "lessons_lib.widgets")
+
+
+def uses_widgets(path: Path) -> bool:
+    """True when any code cell of the notebook mentions ipywidgets or our widget package."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return any(
+        cell["cell_type"] == "code" and any(marker in "".join(cell["source"]) for marker in WIDGET_MARKERS)
+        for cell in cells
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One browser test per notebook file, named after it."""
+    """One browser test per notebook file (``notebook``), or per lesson with widgets
+    (``widget_notebook``: only a browser can show that a widget renders and answers; strict nbval
+    already runs every lesson), named after the file."""
     if "notebook" in metafunc.fixturenames:
         paths = notebook_paths()
         metafunc.parametrize("notebook", paths, ids=[path.name for path in paths])
+    if "widget_notebook" in metafunc.fixturenames:
+        paths = [path for path in notebook_paths() if uses_widgets(path)]
+        metafunc.parametrize("widget_notebook", paths, ids=[path.name for path in paths])
 
 
 def find_chromium() -> str | None:

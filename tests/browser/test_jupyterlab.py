@@ -1,7 +1,8 @@
-"""Every lesson, opened and run in real JupyterLab in headless Chromium, as a learner would.
+"""Every lesson with widgets, opened and run in real JupyterLab in headless Chromium, as a learner would.
 
-For each `notebooks/*.ipynb` the test opens the notebook in JupyterLab, runs Run > Run All Cells
-from the menu bar, waits until every code cell has an execution count, and then checks:
+For each lesson whose code uses ipywidgets (05, 06 and 09 today) the test opens the notebook in
+JupyterLab, runs Run > Run All Cells from the menu bar, waits until every code cell has an
+execution count, and then checks:
 
 * no cell shows output on stderr (tracebacks and warnings render there in JupyterLab),
 * no widget failed to render ("Error displaying widget"),
@@ -9,8 +10,11 @@ from the menu bar, waits until every code cell has an execution count, and then 
   every dropdown changed with the mouse and every text box retyped (then Enter) makes the displayed
   figure or text change.
 
-nbval (the strict notebook check) already proves the Python side; this proves the page side:
-the widget manager, the front-end packages and the renderers that only a browser exercises.
+nbval (the strict notebook check) already runs every lesson and proves the Python side; this proves
+the page side of the lessons that need a browser: the widget manager, the front-end packages and
+the widgets' renderers. The lessons without widgets show only text and images, which the site test
+(tests/browser/test_site.py) reads in Chromium, and tests/browser/test_exercises.py walks a learner
+through an exercise in JupyterLab.
 Screenshots land in pytest's tmp_path for each notebook (`pytest --basetemp=DIR` keeps them in DIR).
 
 Fixtures (server, browser, skip rules) and the one-test-per-notebook parametrisation live in
@@ -32,7 +36,6 @@ RUN_ALL_SECONDS = 180.0
 KERNEL_READY_SECONDS = 90.0
 WIDGET_UPDATE_SECONDS = 20.0
 VIEWPORT = {"width": 1280, "height": 1000}
-WIDGET_MARKERS = ("ipywidgets", "lessons_lib.widgets")
 EXECUTED_PROMPT = re.compile(r"^\[\d+\]:$")
 
 # Everything the learner sees in the output areas, minus the controls themselves (their own readout
@@ -60,15 +63,6 @@ STDERR_JS = """
   '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 )).map(e => e.innerText)
 """
-
-
-def uses_widgets(path: Path) -> bool:
-    """True when any code cell of the notebook mentions ipywidgets or our widget package."""
-    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
-    return any(
-        cell.cell_type == "code" and any(marker in cell.source for marker in WIDGET_MARKERS)
-        for cell in notebook.cells
-    )
 
 
 def code_cell_count(path: Path) -> int:
@@ -241,10 +235,11 @@ def exercise_widgets(page: Any, name: str, shots: Path) -> int:
     return len(controls)
 
 
-def test_notebook_runs_in_jupyterlab(
-    notebook: Path, lab_server: Any, browser: Any, tmp_path: Path
+def test_widget_lesson_runs_in_jupyterlab(
+    widget_notebook: Path, lab_server: Any, browser: Any, tmp_path: Path
 ) -> None:
-    """Open the notebook, Run All Cells, and check outputs (and widgets) as a learner sees them."""
+    """Open the lesson, Run All Cells, and check outputs and widgets as a learner sees them."""
+    notebook = widget_notebook
     name = notebook.name
     page = browser.new_page(viewport=VIEWPORT)
     try:
@@ -257,9 +252,8 @@ def test_notebook_runs_in_jupyterlab(
         page.screenshot(path=str(tmp_path / "after_run_all.png"))
         assert len(prompts) == code_cell_count(notebook), f"{name}: the page shows a different number of code cells"
         assert_clean_page(page, name, "after Run All Cells")
-        if uses_widgets(notebook):
-            exercise_widgets(page, name, tmp_path)
-            assert_clean_page(page, name, "after using the widgets")
+        assert exercise_widgets(page, name, tmp_path) > 0, f"{name}: no widget control found on the page"
+        assert_clean_page(page, name, "after using the widgets")
     finally:
         with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
             page.screenshot(path=str(tmp_path / "last_state.png"))

@@ -26,8 +26,12 @@ BIN = Path(sys.executable).parent  # the environment's scripts (nbgrader calls `
 
 
 def require(*modules: str) -> None:
-    """Skip the calling test unless every module is importable, naming the requirements file."""
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    """Skip the calling test unless every module is importable, naming the requirements file.
+
+    A folder of the same name in the working directory (the site's build/, say) is a namespace
+    package, not the module: it does not count."""
+    specs = {name: importlib.util.find_spec(name) for name in modules}
+    missing = [name for name, spec in specs.items() if spec is None or spec.origin in (None, "namespace")]
     if missing:
         pytest.skip(
             f"{', '.join(missing)} not installed: the classroom tests need their own environment, "

@@ -124,6 +124,7 @@ def test_on_a_fake_colab_the_cell_installs_lessons_lib_from_a_wheel(tmp_path: Pa
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(source)],
         capture_output=True,
         text=True,
+        cwd=tmp_path,  # not the repository, whose build/ folder (the website) would hide the build module
     )
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (tmp_path / "dist").glob("lessons_lib-*.whl")

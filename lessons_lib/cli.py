@@ -331,8 +331,12 @@ def launch(command: list[str]) -> int:
     os.execv(command[0], command)
 
 
+def jupyterlab_installed() -> bool:
+    return importlib.util.find_spec("jupyterlab") is not None
+
+
 def run_lab(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("jupyterlab") is None:
+    if not jupyterlab_installed():
         raise CommandError(
             f"JupyterLab is not installed for {sys.executable}: `pip install -r requirements.txt` installs it", code=1
         )

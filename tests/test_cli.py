@@ -415,7 +415,8 @@ def test_an_unknown_lesson_for_fresh_lists_the_lessons(
 
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Record the command `lab` would replace itself with, instead of starting JupyterLab."""
+    """Record the command `lab` would replace itself with, instead of starting JupyterLab (which need
+    not be installed: the oldest supported set, requirements-oldest.txt, has no JupyterLab)."""
     calls: list[list[str]] = []
 
     def record(command: list[str]) -> int:
@@ -423,6 +424,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         return 0
 
     monkeypatch.setattr(cli, "launch", record)
+    monkeypatch.setattr(cli, "jupyterlab_installed", lambda: True)
     return calls
 
 
@@ -496,3 +498,12 @@ def test_student_refuses_a_learner_copy(capsys: pytest.CaptureFixture[str], sour
     code, _, err = run(capsys, "student", str(tmp_path / "mine"), "--source", str(source))
     assert code == 2 and "holds a learner copy" in err
     assert "answer = 1 + 1" in [cell.source for cell in read(tmp_path / "mine" / "01_one.ipynb").cells]
+
+
+def test_lab_without_jupyterlab_says_how_to_install_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, source: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli, "jupyterlab_installed", lambda: False)
+    code, _, err = run(capsys, "lab", str(tmp_path / "mine"), "--source", str(source))
+    assert code == 1 and "JupyterLab is not installed" in err and "pip install -r requirements.txt" in err
+    assert not (tmp_path / "mine").exists()  # nothing written before the check

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lessons_lib.checks import SOLUTION_FIRST_LINE
+from lessons_lib.cli import LESSON_PATTERN, default_source
 
 __all__ = [
     "BEGIN_SOLUTION",
@@ -316,18 +317,13 @@ c.Execute.timeout = 600
 '''
 
 
-def default_source() -> Path:
-    """The lessons next to this package in a clone of the repository (an editable install)."""
-    return Path(__file__).resolve().parent.parent / "notebooks"
-
-
 def write_course(course_dir: Path, source: Path | None = None) -> list[Path]:
     """Write ``nbgrader_config.py`` and ``source/<lesson>/<lesson>.ipynb`` for every lesson in ``source``.
 
     Returns the paths written. Raises `CourseError` if a lesson breaks the exercise format.
     """
     folder = default_source() if source is None else Path(source)
-    lessons = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    lessons = sorted(folder.glob(LESSON_PATTERN))
     if not lessons:
         raise CourseError(f"no lesson notebooks (NN_name.ipynb) in {folder}")
     converted = []

@@ -286,15 +286,19 @@ def same_kind(question: str, result: Any, given: Any) -> Verdict | None:
     return None
 
 
-def _is_library(value: Any, name: str) -> bool:
-    return getattr(value, "__name__", None) == name and str(getattr(value, "__module__", "")).startswith("lessons_lib")
+def _is_from(value: Any, name: str, home: str | None) -> bool:
+    """``value`` is called ``name`` and (unless ``home`` is None) comes from a module under ``home``."""
+    module = str(getattr(value, "__module__", ""))
+    return getattr(value, "__name__", None) == name and (home is None or module.startswith(home))
 
 
-def uses_name(function: Any, name: str) -> bool:
+def uses_name(function: Any, name: str, home: str | None = "lessons_lib") -> bool:
     """Whether ``function`` is the library's ``name`` itself or its code (nested functions and
     lambdas too) refers to it: as an attribute (``mha_numpy.name``), a global, or an imported alias.
-    A function of the learner's own that happens to share the name does not count."""
-    if _is_library(function, name):
+    A function of the learner's own that happens to share the name does not count, unless ``home``
+    is None: then any global or attribute called ``name`` counts (a notebook's own finished
+    function, or torch's)."""
+    if _is_from(function, name, home):
         return True
     code = getattr(function, "__code__", None)
     stack = [code] if isinstance(code, types.CodeType) else []
@@ -310,8 +314,9 @@ def uses_name(function: Any, name: str) -> bool:
         for step in dis.get_instructions(code):
             if step.opname in ("LOAD_ATTR", "LOAD_METHOD") and step.argval == name:
                 return True  # module.name(...)
-            loads_name = step.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF")
-            if loads_name and _is_library(namespace.get(step.argval), name):
+            if step.opname not in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF"):
+                continue
+            if _is_from(namespace.get(step.argval), name, home) or (home is None and step.argval == name):
                 return True  # name(...) or an alias imported from the library
         stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
     return False

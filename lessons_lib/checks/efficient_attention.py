@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import tracemalloc
-import types
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -38,6 +37,7 @@ from lessons_lib.checks import (
     same,
     same_kind,
     unanswered,
+    uses_name,
 )
 from lessons_lib.checks.inspecting_heads import check_weight_entries
 from lessons_lib.mha_numpy import attention, causal_mask
@@ -389,20 +389,6 @@ def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> 
     return a if isinstance(a, Verdict) else _judge_tiled("tiled output", a, qf, kf, vf, block_size)
 
 
-def _calls(function: Any, names: tuple[str, ...]) -> str | None:
-    """The first of ``names`` that ``function`` (or a function nested in it) refers to, or is."""
-    if getattr(function, "__name__", None) in names:
-        return str(function.__name__)
-    codes = [getattr(function, "__code__", None)]
-    for code in codes:  # grows while we walk: nested functions are constants of their parent
-        if isinstance(code, types.CodeType):
-            codes += [const for const in code.co_consts if isinstance(const, types.CodeType)]
-            found = [name for name in names if name in code.co_names]
-            if found:
-                return found[0]
-    return None
-
-
 def _peak_bytes(run: Callable[[], Any]) -> tuple[int, Any]:
     """The most memory NumPy held at once while ``run()`` ran (tracemalloc), and what it returned."""
     was_tracing = tracemalloc.is_tracing()
@@ -453,7 +439,8 @@ def check_tiled_attention(tiled: Any) -> Verdict:
         verdict = a if isinstance(a, Verdict) else _judge_tiled(question, a, q, k, v, block)
         if not verdict.ok:
             return verdict
-    shortcut = _calls(tiled, ("scaled_dot_product_attention", "from_numpy", "as_tensor"))
+    shortcut = next((name for name in ("scaled_dot_product_attention", "from_numpy", "as_tensor")
+                     if uses_name(tiled, name, home=None)), None)
     if shortcut is not None:
         return failed(question, f"the numbers are right, but your function calls {shortcut}: write the loop yourself, "
                                 "in NumPy")

@@ -11,7 +11,6 @@ query/key width, ``d_v`` value width.
 from __future__ import annotations
 
 import math
-import types
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from lessons_lib.checks import (
     reference_array,
     reference_mask,
     same,
+    uses_name,
 )
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
@@ -305,18 +305,6 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) 
     return output_mistake or f"weights right, output wrong: {_unknown('(T, d_v)', expected_out.shape, out.shape)}"
 
 
-def _refers_to(function: Any, name: str) -> bool:
-    """Whether the code of ``function`` (nested functions too) loads the global or attribute ``name``."""
-    code = getattr(function, "__code__", None)
-    stack = [code] if isinstance(code, types.CodeType) else []
-    while stack:
-        code = stack.pop()
-        if name in code.co_names or name in code.co_freevars:
-            return True
-        stack += [const for const in code.co_consts if isinstance(const, types.CodeType)]
-    return False
-
-
 def check_attention_function(function: Any) -> Verdict:
     """Question "attention function": ``function(q, k, v) -> (output (T, d_v), weights (T, S))``,
     written from the steps (not by calling a finished attention), tried on two sets of inputs:
@@ -332,7 +320,7 @@ def check_attention_function(function: Any) -> Verdict:
     refused = forbidden_call(question, function, "attention", "scaled_dot_product_attention")
     if refused is not None:  # mha_numpy's attention or torch's
         return refused
-    if _refers_to(function, "my_attention"):  # the lesson's own finished head (not a library function)
+    if uses_name(function, "my_attention", home=None):  # the lesson's own finished head (not a library function)
         return failed(question, BORROWED)
     rng = np.random.default_rng(11)
     problems = [

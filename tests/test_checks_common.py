@@ -28,6 +28,7 @@ from lessons_lib import induction, mha_numpy
 from lessons_lib.checks import (
     ATOL,
     RTOL,
+    VERDICT_WIDTH,
     Verdict,
     array_answer,
     failed,
@@ -59,7 +60,7 @@ READERS: list[Callable[[str, Any, str], Any]] = [array_answer, int_answer, numbe
 def assert_failed(result: object, *words: str) -> None:
     assert isinstance(result, Verdict) and not result.ok, result
     for word in words:
-        assert word in repr(result), (word, repr(result))
+        assert word in " ".join(repr(result).split()), (word, repr(result))  # the verdict as one line
 
 
 # ---- the readers never raise -----------------------------------------------------------------
@@ -368,6 +369,39 @@ def test_unanswered_verdict_prints_its_own_mark() -> None:
     assert not verdict and not verdict.answered
     assert repr(verdict) == "[mask] not answered yet: replace None with a (T, S) boolean array"
     assert repr(failed("mask", "inverted")) == "[mask] not yet: inverted"
+
+
+LONG_MESSAGE = (
+    "direct reshape: on x of shape (B, T, D) = (2, 3, 8) with heads=2 you reshaped straight into "
+    "(B, h, T, d_h), which gives one head the features of several tokens; reshape to (B, T, h, d_h), "
+    "then swap axes 1 and 2. See torch.nn.functional.scaled_dot_product_attention_with_a_very_long_name"
+)
+
+
+def test_a_long_verdict_prints_in_short_lines_broken_between_words() -> None:
+    """JupyterLab cuts an output line wider than the notebook anywhere, even mid-word: a verdict never
+    gives it one. Its lines hold at most VERDICT_WIDTH characters and every word stays whole."""
+    text = repr(failed("split", LONG_MESSAGE))
+    lines = text.split("\n")
+    assert len(lines) > 1 and lines[0].startswith("[split] not yet: direct reshape:")
+    long_word = "torch.nn.functional.scaled_dot_product_attention_with_a_very_long_name"
+    assert all(len(line) <= VERDICT_WIDTH for line in lines if long_word not in line), lines
+    assert any(line.strip() == long_word for line in lines), "a word longer than a line keeps a line of its own"
+    assert all(line.startswith("    ") for line in lines[1:]), "continuation lines are indented"
+    assert text.split() == f"[split] not yet: {LONG_MESSAGE}".split(), "no word is lost, cut or hyphenated"
+    assert "(B, T, h, d_h)" in text.replace("\n    ", " "), "a shape is not split at its hyphen or comma"
+
+
+@given(st.lists(st.text(alphabet="ab -_()", min_size=1, max_size=30), min_size=1, max_size=30))
+def test_every_verdict_keeps_its_words_in_short_lines(words: list[str]) -> None:
+    message = " ".join(words)
+    text = repr(failed("q", message))
+    assert text.split() == f"[q] not yet: {message}".split()
+    assert all(len(line) <= VERDICT_WIDTH or " " not in line.strip() for line in text.split("\n"))
+
+
+def test_a_line_break_in_a_message_is_kept() -> None:
+    assert repr(failed("q", "first line\nsecond line")) == "[q] not yet: first line\nsecond line"
 
 
 # ---- the shared refusals: a library call, the wrong kind of array, rounding ------------------

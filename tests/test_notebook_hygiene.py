@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lessons_lib.checks import SOLUTION_FIRST_LINE
+from lessons_lib.checks import SOLUTION_FIRST_LINE, VERDICT_WIDTH
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -242,6 +242,12 @@ def _check_cell_problems(where: str, check: dict[str, Any]) -> list[str]:
     text = all_output_text(check)
     if "not answered yet" not in text or "] correct" in text or "] not yet" in text:
         problems.append(f"{where}: its check cell must report only 'not answered yet', got {text[:120]!r}")
+    # JupyterLab breaks a line wider than the notebook anywhere, even inside a word: a verdict comes in
+    # lines of at most VERDICT_WIDTH characters (a single word longer than that may keep its own line).
+    problems += [
+        f"{where}: its verdict has a line of {len(line)} characters (at most {VERDICT_WIDTH}): {line[:60]!r}..."
+        for line in text.splitlines() if len(line) > VERDICT_WIDTH and " " in line.strip()
+    ]
     return problems
 
 
@@ -602,6 +608,10 @@ def check_says_correct(nb: Notebook) -> None:
     cell_after_exercise(nb, "check")["outputs"] = [stream("[q] correct: 2\n")]
 
 
+def check_prints_a_long_line(nb: Notebook) -> None:
+    cell_after_exercise(nb, "check")["outputs"] = [stream("[q] not answered yet: " + "replace None " * 8 + "\n")]
+
+
 def check_without_print(nb: Notebook) -> None:
     cell_after_exercise(nb, "check")["source"] = "one_head.check_sum(answer_1)"
 
@@ -697,6 +707,7 @@ BROKEN = [
     ("exercises", check_without_print),
     ("exercises", check_not_last),
     ("exercises", solution_stores_output),
+    ("exercises", check_prints_a_long_line),
     ("silent_solutions", solution_stores_output),
     ("exercises", solution_calls_the_checker),
     ("exercises", solution_first_line_gives_a_hint),

@@ -17,6 +17,9 @@ explains a wrong answer. They share:
   function it asks the learner to write: `forbidden_call`;
 - one check that a function exercise returns the kind of array it was given: `same_kind`.
 
+A `Verdict` prints as lines of at most `VERDICT_WIDTH` characters, broken between words: JupyterLab
+breaks an output line that is wider than the notebook anywhere, even inside a word.
+
 Only NumPy is imported; torch tensors are accepted too and converted with `as_numpy`.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import dis
 import numbers
 import reprlib
+import textwrap
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,6 +41,7 @@ __all__ = [
     "ATOL",
     "RTOL",
     "SOLUTION_FIRST_LINE",
+    "VERDICT_WIDTH",
     "Verdict",
     "array_answer",
     "as_numpy",
@@ -72,6 +77,10 @@ Floats = NDArray[np.float64]
 RTOL = 1e-5
 ATOL = 1e-6
 
+# The longest line a printed verdict has: it fits JupyterLab's output area in a 1280 px window with
+# the file browser open (tests/browser/test_exercises.py measures it), so no word is cut in two there.
+VERDICT_WIDTH = 79
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -86,8 +95,17 @@ class Verdict:
         return self.ok
 
     def __repr__(self) -> str:
+        """``[question] correct|not yet|not answered yet: message``, in lines of at most `VERDICT_WIDTH`.
+
+        Lines break between words (a word longer than a line keeps its own line); continuation lines
+        are indented, and a line break inside the message starts a new line.
+        """
         mark = "correct" if self.ok else "not yet" if self.answered else "not answered yet"
-        return f"[{self.question}] {mark}: {self.message}"
+        text = f"[{self.question}] {mark}: {self.message}"
+        return "\n".join(
+            textwrap.fill(part, VERDICT_WIDTH, subsequent_indent="    ", break_long_words=False,
+                          break_on_hyphens=False)
+            for part in text.split("\n"))
 
     __str__ = __repr__
 

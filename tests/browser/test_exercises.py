@@ -22,6 +22,7 @@ import pytest
 from test_jupyterlab import KERNEL_READY_SECONDS, VIEWPORT, assert_clean_page, wait_for_kernel
 
 from lessons_lib import cli
+from lessons_lib.checks import VERDICT_WIDTH
 
 LESSON = "02_splitting_into_heads.ipynb"
 # Your turn 1 of lesson 02: the answer's name, a typical wrong answer and the right one.
@@ -35,6 +36,22 @@ PROMPTS_JS = """
   const prompt = cell.querySelector('.jp-InputArea-prompt');
   return cell.classList.contains('jp-CodeCell') ? (prompt ? prompt.textContent.trim() : '') : null;
 })
+"""
+
+# A check cell's verdict as JupyterLab lays it out: how many lines its text has, how many lines the
+# page shows (more means JupyterLab broke a line, and it breaks anywhere, even inside a word), and
+# whether a line of `width` characters in the output's font fits the output area.
+VERDICT_LAYOUT_JS = """
+([cell, width]) => {
+  const pre = cell.querySelector('.jp-OutputArea-output pre');
+  const range = document.createRange();
+  range.selectNodeContents(pre);
+  const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+  const context = document.createElement('canvas').getContext('2d');
+  context.font = getComputedStyle(pre).font;
+  return {lines: pre.textContent.replace(/\\n$/, '').split('\\n').length, shown: tops.size,
+          widest: context.measureText('m'.repeat(width)).width, room: pre.clientWidth};
+}
 """
 
 
@@ -130,6 +147,10 @@ def test_the_learner_answers_an_exercise_in_the_learner_copy(
         wrong_verdict = run_and_read_verdict(page, exercise, check)
         page.screenshot(path=str(tmp_path / "wrong_answer.png"))
         assert wrong_verdict.startswith("[head width] not yet"), wrong_verdict
+        layout = page.evaluate(VERDICT_LAYOUT_JS, [check.element_handle(), VERDICT_WIDTH])
+        assert layout["lines"] > 1, f"this verdict is long enough to come in several lines: {wrong_verdict!r}"
+        assert layout["shown"] == layout["lines"], f"JupyterLab broke the verdict's lines (mid-word): {layout}"
+        assert layout["widest"] <= layout["room"], f"a {VERDICT_WIDTH}-character line does not fit: {layout}"
 
         replace_source(exercise, RIGHT)
         right_verdict = run_and_read_verdict(page, exercise, check)

@@ -188,13 +188,14 @@ def _head_titles(titles: Sequence[str] | None, h: int) -> list[str]:
     return titles
 
 
-def _label_first_only(axes: Sequence[Axes]) -> None:
-    """Axis titles and query labels on the first panel only: the panels share their rows, and
-    every label is text to draw."""
-    for ax in axes[1:]:
-        ax.set_xlabel("")
-        ax.set_ylabel("")
-        ax.tick_params(labelleft=False)
+def _label_row_starts(axes: Sequence[Axes], columns: int) -> None:
+    """Axis titles and query labels on the first map of each row only: the maps share their rows,
+    and every label is text to draw."""
+    for k, ax in enumerate(axes):
+        if k % columns:
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
 
 
 def plot_head_map(
@@ -209,40 +210,106 @@ def plot_head_map(
     return fig
 
 
-def _row_of_maps(
-    weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None, panels: int, panel_width: float
-) -> tuple[Figure, list[Axes]]:
-    """A figure of ``panels`` map panels in a row, the first ``h`` showing ``weights (h, T, T)``, and
-    one colour bar for them all (every map uses the same scale, 0 to 1)."""
+# The grid of maps of `plot_head_grid` and `plot_average_contrast`, in inches. A figure at most
+# GRID_WIDTH wide is shown at its own size in a lesson page (`PAGE_WIDTH`, 7.9 in), so its 9 pt text
+# stays 9 pt; maps that do not fit in one row at their smallest size wrap into more rows.
+GRID_WIDTH = 7.7
+GRID_LEFT = 0.45  # the first map's query labels and axis title
+GRID_RIGHT = 0.8  # the colour bar, its ticks and its label
+GRID_TOP = 0.3  # a map's title
+GRID_BOTTOM = 0.45  # key labels and axis title under a row
+GRID_GAP = 0.12  # between two maps of a row (only the first shows its query labels)
+GRID_ROW_GAP = 0.75  # between rows: the key labels and axis title of one row, the titles of the next
+AVERAGE_GAP = 0.3  # before the average of `plot_average_contrast`, when it shares a row with the heads
+LARGEST_MAP = 1.6  # a map's side, unless its token labels need more
+SMALLEST_MAP = 1.1
+
+
+def _average_gap(maps: int, columns: int, average: bool) -> float:
+    """`AVERAGE_GAP` if the last of ``maps`` maps is an average that shares its row with heads, else 0."""
+    shares_row = columns > 1 and maps % columns != 1
+    return AVERAGE_GAP if average and shares_row else 0.0
+
+
+def _grid_shape(maps: int, positions: int, labels: Sequence[str], average: bool) -> tuple[int, float]:
+    """(maps per row, side of a map in inches) for ``maps`` maps of ``positions`` tokens in `GRID_WIDTH`.
+
+    A map is at least `SMALLEST_MAP` wide and wide enough for its token labels at 9 pt (about 0.6 em
+    a character, 4 pt between neighbours); the rows are as even as they can be.
+    """
+    longest = max((len(label) for label in labels), default=1)
+    cell = (0.6 * 9 * max(longest, 1) + 4) / 72
+    smallest = max(SMALLEST_MAP, positions * cell)
+    room = GRID_WIDTH - GRID_LEFT - GRID_RIGHT
+
+    def side(columns: int) -> float:
+        return (room - (columns - 1) * GRID_GAP - _average_gap(maps, columns, average)) / columns
+
+    fit = max([columns for columns in range(1, maps + 1) if side(columns) >= smallest], default=1)
+    rows = -(-maps // fit)
+    columns = -(-maps // rows)
+    return columns, min(max(LARGEST_MAP, smallest), side(columns))
+
+
+def _grid_of_maps(
+    weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None, average: bool
+) -> tuple[Figure, list[Axes], int]:
+    """A figure of the maps ``weights (h, T, T)`` in rows (and, with ``average``, one more map at the end,
+    left empty for the caller), with one colour bar for them all (every map uses the same scale, 0 to 1).
+
+    Returns the figure, its map axes in reading order and the number of maps per row.
+    """
     _check_axes("weights", weights, "(h, T, S)")
     h = weights.shape[0]
     titles = _head_titles(titles, h)
-    inches = panel_width * panels + 0.8  # the panels, then room for the colour bar and its label
-    # A fixed layout: constrained layout would cost more time than drawing the maps themselves.
-    fig, axes = plt.subplots(1, panels, figsize=(inches, 2.6), squeeze=False)
-    fig.subplots_adjust(left=0.6 / inches, right=1 - 0.8 / inches, bottom=0.18, top=0.9, wspace=0.08)
+    maps = h + 1 if average else h
+    columns, side = _grid_shape(maps, weights.shape[-1], labels, average)
+    rows = -(-maps // columns)
+    last_gap = _average_gap(maps, columns, average)
+    width = GRID_LEFT + columns * side + (columns - 1) * GRID_GAP + last_gap + GRID_RIGHT
+    height = GRID_TOP + rows * side + (rows - 1) * GRID_ROW_GAP + GRID_BOTTOM
+    # A fixed layout, placed in inches: constrained layout would cost more time than drawing the maps.
+    fig = plt.figure(figsize=(width, height))
+    axes = []
+    for k in range(maps):
+        row, column = divmod(k, columns)
+        left = GRID_LEFT + column * (side + GRID_GAP) + (last_gap if k == maps - 1 else 0.0)
+        top = GRID_TOP + row * (side + GRID_ROW_GAP)
+        axes.append(fig.add_axes((left / width, 1 - (top + side) / height, side / width, side / height)))
     images = [
         draw_map(ax, head_weights, labels, labels, title)
-        for ax, head_weights, title in zip(axes[0, :h], weights, titles, strict=True)
+        for ax, head_weights, title in zip(axes[:h], weights, titles, strict=True)
     ]
-    add_colorbar(images[0], axes[0, -1], WEIGHT_LABEL, gap=0.12 / inches, width=0.12 / inches)
-    return fig, list(axes[0])
+    bar = add_colorbar(images[0], axes[columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width)
+    if rows > 1:  # the bar spans every row
+        box = bar.ax.get_position()
+        bottom = axes[(rows - 1) * columns].get_position().y0
+        bar.ax.set_position((box.x0, bottom, box.width, box.y1 - bottom))
+    return fig, axes, columns
 
 
 def plot_head_grid(weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None = None) -> Figure:
-    """Every head of one sequence side by side: ``weights (h, T, T)`` (self-attention)."""
-    fig, axes = _row_of_maps(weights, labels, titles, panels=weights.shape[0], panel_width=2.4)
-    _label_first_only(axes)
+    """Every head of one sequence, in reading order: ``weights (h, T, T)`` (self-attention).
+
+    The maps fill rows as wide as a lesson page (four maps of eight tokens make one row), with one
+    colour bar beside them.
+    """
+    fig, axes, columns = _grid_of_maps(weights, labels, titles, average=False)
+    _label_row_starts(axes, columns)
     return fig
 
 
 def plot_average_contrast(
     weights: NDArray[np.floating], labels: Sequence[str], titles: Sequence[str] | None = None
 ) -> Figure:
-    """The heads of one sequence ``(h, T, T)`` and, last, their average, which no head computes."""
-    fig, axes = _row_of_maps(weights, labels, titles, panels=weights.shape[0] + 1, panel_width=2.3)
+    """The heads of one sequence ``(h, T, T)`` and, last, their average, which no head computes.
+
+    Laid out as `plot_head_grid` (five maps of eight tokens make one row); the average, in a red frame,
+    stands a little apart from the heads when it shares their row.
+    """
+    fig, axes, columns = _grid_of_maps(weights, labels, titles, average=True)
     draw_map(axes[-1], weights.mean(axis=0), labels, labels, "average of heads")
-    _label_first_only(axes)
+    _label_row_starts(axes, columns)
     for spine in axes[-1].spines.values():
         spine.set_edgecolor("red")
         spine.set_linewidth(2)

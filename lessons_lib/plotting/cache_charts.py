@@ -148,9 +148,10 @@ def plot_cache_growth(
 
     ``steps[i]`` is the number of tokens decoded so far and ``curves[label][i]`` the cache in bytes
     at that step (e.g. from `kv_cache.cache_bytes`). Labels in ``dashed`` are drawn dashed (a
-    sliding-window variant, say); legends list the labels in the order of ``curves``. Without
-    ``ax`` the figure has two panels with the same lines: a linear scale (how the cache grows) and
-    a logarithmic one (so that the small caches stay visible next to the large ones).
+    sliding-window variant, say); the legend lists the labels in the order of ``curves``. Without
+    ``ax`` the figure has two panels with the same lines, side by side within a lesson page's width:
+    a linear scale (how the cache grows) at left and a logarithmic one (so that the small caches
+    stay visible next to the large ones) at right, and one legend for both, under them.
     """
     unknown = set(dashed) - set(curves)
     if unknown:
@@ -160,13 +161,20 @@ def plot_cache_growth(
             raise ValueError(f"curve {label!r} has {len(sizes)} values for {len(steps)} steps")
     if ax is not None:
         _draw_growth(ax, steps, curves, dashed, log=False)
+        ax.legend(fontsize=9, loc="upper left")
         ax.set_title(title, fontsize=10)
         return ax.figure
-    fig, (linear, logarithmic) = plt.subplots(1, 2, figsize=(11.0, 3.8), layout="constrained")
+    # A fixed layout, in inches, at most 7.9 wide (the page column): the legend sits under both panels.
+    width, height = 7.7, 4.0
+    fig, (linear, logarithmic) = plt.subplots(1, 2, figsize=(width, height))
+    fig.subplots_adjust(left=0.6 / width, right=1 - 0.1 / width, bottom=0.95 / height, top=1 - 0.55 / height,
+                        wspace=0.35)
     _draw_growth(linear, steps, curves, dashed, log=False)
     _draw_growth(logarithmic, steps, curves, dashed, log=True)
     linear.set_title("linear scale", fontsize=10)
     logarithmic.set_title("logarithmic scale", fontsize=10)
+    linear.legend(fontsize=9, loc="lower center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                  ncols=2, frameon=False)
     fig.suptitle(title, fontsize=11)
     return fig
 
@@ -177,13 +185,14 @@ def _draw_growth(
     for label, sizes in curves.items():
         ax.plot(steps, [n / GIB for n in sizes], label=label, lw=2, ls="--" if label in dashed else "-")
     ax.set_xlim(0, max(steps))
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4, integer=True))  # room for 5-digit labels
     if log:
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: format_bytes(round(y * GIB))))
-        ax.set_ylabel("KV cache, all layers")
+        ax.set_ylabel("KV cache, all layers", fontsize=10)
     else:
         ax.set_ylim(bottom=0)
-        ax.set_ylabel("KV cache, all layers (GiB)")
-    ax.set_xlabel("decoding step (tokens in the sequence so far)")
+        ax.set_ylabel("KV cache, all layers (GiB)", fontsize=10)
+    ax.set_xlabel("decoding step (tokens so far)", fontsize=10)
+    ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="lower right" if log else "upper left")

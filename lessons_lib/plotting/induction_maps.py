@@ -73,6 +73,28 @@ def plot_loss_per_position(
     return fig
 
 
+# The layout of `plot_head_maps`, in inches: at most HEAD_MAPS_WIDTH wide, so that a lesson page
+# (`PAGE_WIDTH`, 7.9 in) shows it at its own size and its 9 pt text stays 9 pt.
+HEAD_MAPS_WIDTH = 7.7
+HEADS_PER_ROW = 4  # a layer with more heads takes more rows
+HEAD_MAP_LEFT = 0.6  # query positions and their axis title
+HEAD_MAP_RIGHT = 0.8  # the colour bar, its ticks and its label
+HEAD_MAP_GAP = 0.15  # between two maps of a row (only the first shows its query positions)
+HEAD_MAP_ROW_GAP = 0.55  # between rows: a map's two-line title
+HEAD_MAP_TOP = 0.9  # the figure's title (two lines) and the first row's map titles
+HEAD_MAP_BOTTOM = 0.9  # key positions, their axis title and the position -> token table
+LARGEST_HEAD_MAP = 2.2
+TICK_FONT = 9.0
+
+
+def _position_step(positions: int, side: float) -> int:
+    """Label every second position of a map ``side`` inches wide, or every 4th, 5th, 10th, ... when
+    the labels at `TICK_FONT` (about 0.6 em a digit, 5 pt apart) would not fit."""
+    room = (len(str(positions - 1)) * 0.6 * TICK_FONT + 5) / 72  # inches from one label's centre to the next
+    cell = side / positions
+    return next((step for step in (2, 4, 5, 10, 20, 50) if step * cell >= room), 100)
+
+
 def plot_head_maps(
     weights: Sequence[Floats],
     labels: Sequence[str],
@@ -83,33 +105,53 @@ def plot_head_maps(
 ) -> Figure:
     """Every head of every layer for one sequence: ``weights[i] (h, T, T)`` is layer ``i``'s maps.
 
-    Each panel's title gives the head's scores, ``previous (layers, h)`` and ``induction (layers, h)``.
-    Axes are numbered by position (every second one labelled); ``labels`` (one per position, the
-    tokens) are printed under the maps as a position -> token table. With ``half`` (``L``), guides
-    mark where a previous-token head looks (``s = t - 1``, white dots) and where an induction head
-    looks in the repeated half (``s = t - L + 1``, orange dashes), so that both can be checked by eye.
+    One row of maps per layer (`HEADS_PER_ROW` at most; a layer with more heads takes more rows), in
+    the width of a lesson page, and one colour bar beside them. Each panel's title gives the head's
+    scores, ``previous (layers, h)`` and ``induction (layers, h)``. Axes are numbered by position (every
+    second one labelled, every fourth or more when the maps are too small for that; every position has
+    a tick); ``labels`` (one per position, the tokens) are printed under the maps as a position -> token
+    table. With ``half`` (``L``), guides mark where a previous-token head looks (``s = t - 1``, white
+    dots) and where an induction head looks in the repeated half (``s = t - L + 1``, orange dashes), so
+    that both can be checked by eye.
     """
     layers, h = len(weights), int(np.shape(weights[0])[0])
     for name, scores in (("previous", previous), ("induction", induction)):
         if np.shape(scores) != (layers, h):
             raise ValueError(f"{name} must have shape (layers, h) = ({layers}, {h}), got {np.shape(scores)}")
     T = len(labels)
-    fig, axes = plt.subplots(layers, h, figsize=(2.3 * h + 0.9, 2.5 * layers + 1.0), squeeze=False)
-    fig.subplots_adjust(left=0.06, right=0.9, bottom=0.19, top=0.87, wspace=0.12, hspace=0.4)
+    columns = min(h, HEADS_PER_ROW)
+    layer_rows = -(-h // columns)
+    rows = layers * layer_rows
+    room = HEAD_MAPS_WIDTH - HEAD_MAP_LEFT - HEAD_MAP_RIGHT - (columns - 1) * HEAD_MAP_GAP
+    side = min(LARGEST_HEAD_MAP, room / columns)
+    width = HEAD_MAP_LEFT + columns * side + (columns - 1) * HEAD_MAP_GAP + HEAD_MAP_RIGHT
+    height = HEAD_MAP_TOP + rows * side + (rows - 1) * HEAD_MAP_ROW_GAP + HEAD_MAP_BOTTOM
+    fig = plt.figure(figsize=(width, height))
+    step = _position_step(T, side)
+    axes: list[list[Axes]] = []
     for i in range(layers):
         _check_axes(f"weights[{i}]", weights[i], "(h, T, T)")
         if np.shape(weights[i])[-2:] != (T, T):
             raise ValueError(f"weights[{i}] must be (h, T, T) with T = len(labels) = {T}, got {np.shape(weights[i])}")
+        axes.append([])
         for j in range(h):
-            ax = axes[i, j]
+            row, column = i * layer_rows + j // columns, j % columns
+            left = HEAD_MAP_LEFT + column * (side + HEAD_MAP_GAP)
+            top = HEAD_MAP_TOP + row * (side + HEAD_MAP_ROW_GAP)
+            ax = fig.add_axes((left / width, 1 - (top + side) / height, side / width, side / height))
+            axes[i].append(ax)
             image = ax.imshow(weights[i][j], cmap=MAP_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
             ax.set_title(f"layer {i} head {j}\nprev {previous[i, j]:.2f}  ind {induction[i, j]:.2f}", fontsize=9)
-            ax.set_xticks(range(0, T, 2))
-            ax.set_yticks(range(0, T, 2))
+            ax.set_xticks(range(0, T, step))
+            ax.set_yticks(range(0, T, step))
             ax.set_xticks(range(T), minor=True)
             ax.set_yticks(range(T), minor=True)
-            ax.tick_params(labelsize=6.5, length=2, labelleft=j == 0, labelbottom=i == layers - 1)
+            ax.tick_params(labelsize=TICK_FONT, length=2, labelleft=column == 0, labelbottom=row == rows - 1)
             ax.tick_params(which="minor", length=1)
+            if column == 0:
+                ax.set_ylabel("query position t", fontsize=9)
+            if row == rows - 1:
+                ax.set_xlabel("key position s", fontsize=9)
             if half is not None:
                 t = np.arange(1, T)
                 ax.plot(t - 1, t, ":", color="white", linewidth=1.0, alpha=0.9)
@@ -117,19 +159,20 @@ def plot_head_maps(
                 ax.plot(t - half + 1, t, "--", color="C1", linewidth=1.0, alpha=0.9)
                 ax.set_xlim(-0.5, T - 0.5)
                 ax.set_ylim(T - 0.5, -0.5)
-        axes[i, 0].set_ylabel("query position t", fontsize=9)
-    for ax in axes[-1]:
-        ax.set_xlabel("key position s", fontsize=9)
-    add_colorbar(image, axes[0, -1], WEIGHT_LABEL, gap=0.01, width=0.012)
-    width = max(2, *(len(label) for label in labels)) + 1
-    rows = [
-        "position " + "".join(f"{t:>{width}}" for t in range(T)),
-        "token    " + "".join(f"{x:>{width}}" for x in labels),
+    bar = add_colorbar(image, axes[0][columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width)
+    if rows > 1:  # the bar spans every row
+        box = bar.ax.get_position()
+        bottom = 1 - (HEAD_MAP_TOP + rows * side + (rows - 1) * HEAD_MAP_ROW_GAP) / height
+        bar.ax.set_position((box.x0, bottom, box.width, box.y1 - bottom))
+    cell = max(2, *(len(label) for label in labels)) + 1
+    table = [
+        "position " + "".join(f"{t:>{cell}}" for t in range(T)),
+        "token    " + "".join(f"{x:>{cell}}" for x in labels),
     ]
-    fig.text(0.5, 0.035, "\n".join(rows), ha="center", va="bottom", family="monospace", fontsize=7.5)
-    guides = "; white dots: s = t - 1, orange dashes: s = t - L + 1" if half is not None else ""
-    default = f"attention of every head (rows: queries; prev / ind: the head's scores{guides})"
-    fig.suptitle(title or default, fontsize=10)
+    fig.text(0.5, 0.1 / height, "\n".join(table), ha="center", va="bottom", family="monospace", fontsize=9)
+    guides = "\nwhite dots: s = t - 1, orange dashes: s = t - L + 1" if half is not None else ""
+    default = f"attention of every head (rows: queries; prev / ind: the head's scores){guides}"
+    fig.suptitle(title or default, fontsize=10, y=1 - 0.1 / height, va="top")
     return fig
 
 

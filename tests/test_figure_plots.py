@@ -130,7 +130,6 @@ NOT_YET_LEGIBLE = {
     "attention_maps.plot_head_grid": "a row of h maps, 979 px for h = 4, shrunk x0.81",
     "attention_maps.plot_average_contrast": "a row of h + 1 maps, 1185 px for h = 4, shrunk x0.67",
     "cache_charts.plot_cache_growth": "1092 px, two charts shrunk x0.72",
-    "tiling.plot_tiling": "930 px, two panels shrunk x0.85",
     "residual_stream.plot_residual_stream": "1176 px block diagram shrunk x0.67",
 }
 

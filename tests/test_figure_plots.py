@@ -125,7 +125,6 @@ NOT_YET_LEGIBLE = {
     "latent_flow.plot_latent_flow": "1245 px diagram shrunk x0.63: needs a narrower layout (lesson 07's helper)",
     "induction_maps.plot_head_maps": "one panel per head, shrunk when wide (lesson 09's helper owns this module)",
     "attention_flow.plot_head_flow": "960 px diagram shrunk x0.82",
-    "head_split.plot_head_split": "1254 px, four panels shrunk x0.63",
     "attention_maps.plot_head_grid": "a row of h maps, 979 px for h = 4, shrunk x0.81",
     "attention_maps.plot_average_contrast": "a row of h + 1 maps, 1185 px for h = 4, shrunk x0.67",
     "cache_charts.plot_cache_growth": "1092 px, two charts shrunk x0.72",

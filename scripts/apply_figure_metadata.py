@@ -36,8 +36,9 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "to scores, softmax weights and the weighted sum of V, each box labelled with its array's shape."
     ),
     ("02", "plot_head_split("): (
-        "Four coloured grids of the labels 10*t + f: the input, the reshape into h = 2 heads, the transpose that "
-        "gives every head one colour, and the direct reshape that mixes the heads' features."
+        "Four coloured grids of the labels 10*t + f in two rows: on top the input and its reshape into h = 2 "
+        "heads; below, the transpose that gives every head one colour and, framed in red as wrong, the direct "
+        "reshape that mixes the heads' features."
     ),
     ("03", "plot_head_merge("): (
         "Left, the heads' outputs concatenated into one row of D features per token, each head's block in its "

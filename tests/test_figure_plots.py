@@ -124,9 +124,6 @@ FIGURES: dict[str, Callable[[], Any]] = {
 NOT_YET_LEGIBLE = {
     "latent_flow.plot_latent_flow": "1245 px diagram shrunk x0.63: needs a narrower layout (lesson 07's helper)",
     "attention_flow.plot_head_flow": "960 px diagram shrunk x0.82",
-    "head_split.plot_head_split": "1254 px, four panels shrunk x0.63",
-    "head_merge.plot_head_merge": "1092 px, two matrices shrunk x0.72",
-    "tiling.plot_tiling": "930 px, two panels shrunk x0.85",
     "residual_stream.plot_residual_stream": "1176 px block diagram shrunk x0.67",
 }
 

@@ -71,6 +71,19 @@ def test_plot_shows_the_arrays_it_was_given() -> None:
         plt.close(fig)
 
 
+def test_plot_writes_other_numbers_with_two_decimals_left_of_w_o() -> None:
+    heads_out = np.random.default_rng(0).normal(size=(2, 3, 2))
+    fig = head_merge.plot_head_merge(heads_out, np.eye(4))
+    try:
+        left, right = fig.axes
+        merged = mha_numpy.merge_heads(heads_out[None])[0]  # (T, D)
+        assert [t.get_text() for t in left.texts] == [f"{v:.2f}" for v in np.round(merged, 2).ravel()]
+        fig.canvas.draw()  # constrained layout places the panels
+        assert left.get_position().x1 < right.get_position().x0  # the merged rows left of W_o
+    finally:
+        plt.close(fig)
+
+
 def test_plot_bad_inputs() -> None:
     with pytest.raises(ValueError, match=r"heads_out must be a NumPy array laid out as \(h, T, d_h\)"):
         head_merge.plot_head_merge(labels(2, 4, 4)[None], np.zeros((8, 8)))

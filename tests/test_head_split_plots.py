@@ -90,12 +90,25 @@ def test_figure_colours_every_cell_by_its_owning_head_and_labels_it(T: int, D: i
     assert f"(B, T, D) = (1, {T}, {D})" in titles[0]
     assert f"(B, T, h, d_h) = (1, {T}, {heads}, {d_h})" in titles[1]
     assert f"(B, h, T, d_h) = (1, {heads}, {T}, {d_h})" in titles[2]
-    assert "wrong" in titles[3]
+    assert "wrong" in titles[3] and "correct" in titles[2]
     assert all(ax.get_xlabel() for ax in fig.axes)
     assert fig.axes[0].get_ylabel() and fig.axes[2].get_ylabel()
     assert fig.get_suptitle() == "my split"
     legend_texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert legend_texts == [f"feature owned by head {i}" for i in range(heads)]
+
+
+def test_figure_reads_row_by_row_and_marks_the_wrong_panel() -> None:
+    """Two rows: the input and step 1 on top; step 2 and, beside it, the direct reshape, framed as wrong."""
+    fig = head_split.plot_head_split(labels_for(4, 8), 2)
+    fig.canvas.draw()  # constrained layout places the panels
+    boxes = [ax.get_position() for ax in fig.axes]
+    assert boxes[0].x1 < boxes[1].x0 and boxes[2].x1 < boxes[3].x0  # left to right within a row
+    assert min(boxes[0].y0, boxes[1].y0) > max(boxes[2].y1, boxes[3].y1)  # the steps' row above the results
+    wrong, right = fig.axes[3], fig.axes[2]
+    assert wrong.title.get_color() != right.title.get_color()
+    assert all(spine.get_edgecolor() == wrong.spines["left"].get_edgecolor() for spine in wrong.spines.values())
+    assert wrong.spines["left"].get_edgecolor() != right.spines["left"].get_edgecolor()
 
 
 def test_figure_rejects_bad_arguments() -> None:

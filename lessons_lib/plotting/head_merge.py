@@ -19,6 +19,8 @@ __all__ = ["HEAD_COLOURS", "merge_blocks", "plot_head_merge", "wo_row_heads"]
 
 # One pale colour per head (pale, so that the numbers written on top stay legible).
 HEAD_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#d9d9d9")
+FONT_SIZE = 9  # the numbers in the cells, the ticks and the axis labels: `lessons_lib.plotting.MIN_FONT_POINTS`
+INTEGER_WIDTH, DECIMAL_WIDTH = 0.34, 0.48  # inches per column: room for "133", or for "-0.33", at FONT_SIZE
 
 
 def _check_heads_out(heads_out: NDArray[np.generic]) -> tuple[int, int, int]:
@@ -55,43 +57,53 @@ def _draw_grid(ax: Axes, head_ids: NDArray[np.int64], values: NDArray[np.generic
     cmap = ListedColormap(list(HEAD_COLOURS[:h]))  # a list: Matplotlib 3.8 misreads a tuple
     ax.imshow(head_ids, cmap=cmap, vmin=-0.5, vmax=h - 0.5, aspect="auto", interpolation="nearest")
     rows, cols = values.shape
-    size = 8 if cols <= 8 else 6
     for r in range(rows):
         for c in range(cols):
-            ax.text(c, r, format(values[r, c], fmt), ha="center", va="center", fontsize=size)
+            ax.text(c, r, format(values[r, c], fmt), ha="center", va="center", fontsize=FONT_SIZE)
     ax.set_xticks(range(cols))
     ax.set_yticks(range(rows))
-    ax.tick_params(length=0, labelsize=8)
+    ax.tick_params(length=0, labelsize=FONT_SIZE)
 
 
 def plot_head_merge(heads_out: NDArray[np.generic], wo: NDArray[np.floating]) -> Figure:
     """Left: ``heads_out (h, T, d_h)`` merged into ``(T, D)``, each head's block in its colour.
     Right: ``wo (D, D)`` in ``(in, out)`` layout, each block of ``d_h`` rows in the colour of the
-    head it reads. Returns the figure."""
+    head it reads. Returns the figure.
+
+    Integers (the lesson's labels) are written as they are, other numbers with two decimals. Each
+    column gets a fixed width, so the numbers keep their 9 pt and never touch: up to ``D = 8`` (the
+    lesson's) the figure fits the page column; a larger ``D`` makes it wider."""
     h, T, d_h = _check_heads_out(heads_out)
     D = h * d_h
     if not isinstance(wo, np.ndarray) or wo.shape != (D, D):
         raise ValueError(f"wo must be a NumPy array of shape (D, D) = {(D, D)}, got {getattr(wo, 'shape', wo)}")
     merged, head_ids = merge_blocks(heads_out)
+    integers = np.issubdtype(merged.dtype, np.integer)
+    cell_widths = (INTEGER_WIDTH if integers else DECIMAL_WIDTH, DECIMAL_WIDTH)  # left, right (W_o: decimals)
+    # integer labels and D = 8 (the lesson's): 7.8 inches, shown at its own size in the page column (`PAGE_WIDTH`)
+    width = D * sum(cell_widths) + 1.2  # the cells, plus the axis labels and the gap between the panels
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(11.0, 4.2), gridspec_kw={"width_ratios": [D, D * 0.9]}, layout="constrained"
+        1, 2, figsize=(width, 4.6), width_ratios=[D * cell_widths[0], D * cell_widths[1]], layout="constrained"
     )
-    _draw_grid(left, head_ids, merged, "g", h)
+    if integers:
+        _draw_grid(left, head_ids, merged, "d", h)
+    else:
+        _draw_grid(left, head_ids, np.round(merged.astype(np.float64), 2), ".2f", h)
     for j in range(1, h):
         left.axvline(j * d_h - 0.5, color="black", linewidth=2)
-    left.set_title(f"merged heads (T, D) = ({T}, {D}): [head 0 | head 1{' | ...' if h > 2 else ''}]", fontsize=10)
-    left.set_xlabel("feature of the merged row (0 .. D-1)", fontsize=9)
-    left.set_ylabel("token t", fontsize=9)
+    left.set_title(f"merged heads (T, D) = ({T}, {D})\n[head 0 | head 1{' | ...' if h > 2 else ''}]", fontsize=10)
+    left.set_xlabel("feature of the merged row (0 .. D-1)", fontsize=FONT_SIZE)
+    left.set_ylabel("token t", fontsize=FONT_SIZE)
 
     rows = np.broadcast_to(wo_row_heads(h, d_h)[:, None], (D, D))  # (D, D): row i coloured by its head
     _draw_grid(right, rows, np.round(wo, 2), ".2f", h)
     for j in range(1, h):
         right.axhline(j * d_h - 0.5, color="black", linewidth=2)
-    right.set_title(f"W_o (D, D), (in, out): rows in blocks of d_h = {d_h}", fontsize=10)
-    right.set_xlabel("output feature", fontsize=9)
-    right.set_ylabel("input feature (row of W_o)", fontsize=9)
+    right.set_title(f"W_o (D, D), (in, out)\nrows in blocks of d_h = {d_h}", fontsize=10)
+    right.set_xlabel("output feature", fontsize=FONT_SIZE)
+    right.set_ylabel("input feature (row of W_o)", fontsize=FONT_SIZE)
 
     handles = [Patch(facecolor=HEAD_COLOURS[i], edgecolor="black", label=f"head {i}") for i in range(h)]
-    fig.legend(handles=handles, loc="outside lower center", ncols=h, fontsize=9)
+    fig.legend(handles=handles, loc="outside lower center", ncols=h, fontsize=FONT_SIZE)
     fig.suptitle("Concatenate, then project: the features of head i meet row block i of W_o", fontsize=11)
     return fig

@@ -3,7 +3,8 @@
 `split_layouts` applies the lesson's reshapes to any ``(T, D)`` array of one sequence (labels such
 as ``10 * t + f``, or `feature_owners`, the head each feature belongs to); `plot_head_split` draws
 ``(B, T, D) -> (B, T, h, d_h) -> (B, h, T, d_h)`` with each head's features in its own colour, and
-beside it the direct reshape ``(B, T, D) -> (B, h, T, d_h)`` that scrambles them.
+beside the last step the direct reshape ``(B, T, D) -> (B, h, T, d_h)`` that scrambles them, framed
+as wrong. Two rows of two panels: the figure fits the page column with 9 pt text.
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ HEAD_COLOURS = (
 
 # The four arrangements `split_layouts` returns, in the order the figure draws them.
 LAYOUTS = ("tokens_features", "tokens_heads", "heads_first", "direct")
+
+# Inches per cell (a column of the panels, a row of the grids): "37" or "307" fits a cell at FONT_SIZE.
+CELL_WIDTH, CELL_HEIGHT = 0.34, 0.28
+FONT_SIZE = 9  # cell labels, ticks, axis labels and legend: `lessons_lib.plotting.MIN_FONT_POINTS`
+MAX_WIDTH = 7.8  # inches: shown at its own size in the page column (`lessons_lib.plotting.PAGE_WIDTH`)
+TITLE_COLUMNS = 7  # cell widths a bottom panel's title "(B, h, T, d_h) = (1, 2, 4, 4)" needs
+DECORATION = 3.0  # cell heights a row of panels needs for its titles, ticks and axis labels
+LEGEND_COLUMNS = 3  # entries per line of the legend: four would be wider than MAX_WIDTH
+WRONG_COLOUR = "#a50f15"  # the title and frame of the direct reshape's panel (no head's colour)
 
 
 def _check_table(name: str, table: NDArray[np.generic]) -> None:
@@ -81,19 +91,21 @@ def _draw_panel(ax: Axes, owners: NDArray[np.float64], labels: NDArray[np.float6
               interpolation="nearest")
     for (r, c), label in np.ndenumerate(labels):
         if not np.isnan(label):
-            ax.text(c, r, f"{int(label)}", ha="center", va="center", fontsize=8)
+            ax.text(c, r, f"{int(label)}", ha="center", va="center", fontsize=FONT_SIZE)
     ax.set_title(title, fontsize=10)
-    ax.tick_params(length=0, labelsize=8)
+    ax.tick_params(length=0, labelsize=FONT_SIZE)
 
 
 def plot_head_split(
     labels: NDArray[np.integer], heads: int, title: str = "splitting into heads: colour = the head owning the feature"
 ) -> Figure:
-    """Four panels for ``labels (T, D)``, one sequence: the split in two steps, then the wrong one.
+    """Four panels for ``labels (T, D)``, one sequence, read row by row: on top the input and step 1
+    (the reshape); below, step 2 (the transpose, the correct split) and beside it the wrong one.
 
     Each cell shows its label and is coloured by the head its *feature* belongs to in the correct
     split (`feature_owners`): after reshape + transpose every head is one colour; after the
-    direct reshape the colours are mixed and the rows are no longer the tokens.
+    direct reshape the colours are mixed and the rows are no longer the tokens. Two rows keep the
+    figure narrow enough for the page column (7.8 inches for the lesson's ``T = 4, D = 8, h = 2``).
     """
     _check_table("labels", labels)
     T, D = labels.shape
@@ -109,30 +121,45 @@ def plot_head_split(
          _with_gaps(where["tokens_heads"].transpose(1, 0, 2), 1),
          f"1. reshape\n(B, T, h, d_h) = (1, {T}, {heads}, {d_h})"),
         (_with_gaps(owner["heads_first"], 0), _with_gaps(where["heads_first"], 0),
-         f"2. transpose (right)\n(B, h, T, d_h) = (1, {heads}, {T}, {d_h})"),
+         f"2. transpose (correct)\n(B, h, T, d_h) = (1, {heads}, {T}, {d_h})"),
         (_with_gaps(owner["direct"], 0), _with_gaps(where["direct"], 0),
          f"direct reshape (wrong)\n(B, h, T, d_h) = (1, {heads}, {T}, {d_h})"),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(13.0, 3.8), width_ratios=[D, D + heads - 1, d_h + 1, d_h + 1])
-    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.25, top=0.78, wspace=0.3)
+    top_columns, stacked_rows = 2 * D + heads - 1, heads * (T + 1) - 1  # cells across the top row, down the bottom
+    width = min(top_columns * CELL_WIDTH + 2.0, MAX_WIDTH)  # more columns: narrower cells, the same page width
+    # each row's height: its cells, plus its titles, ticks and axis labels; then the suptitle and the legend
+    row_heights = [(rows + DECORATION) * CELL_HEIGHT for rows in (T, stacked_rows)]
+    fig = plt.figure(figsize=(width, sum(row_heights) + 1.5), layout="constrained")
+    rows_grid = fig.add_gridspec(2, 1, height_ratios=row_heights)
+    top_grid = rows_grid[0].subgridspec(1, 2, width_ratios=[D, D + heads - 1])
+    # the bottom row's panels are d_h columns wide, far enough apart for their titles, centred under the top row
+    gap = max(1, TITLE_COLUMNS - d_h)
+    side = max(top_columns - 2 * d_h - gap, 1) / 2
+    bottom_grid = rows_grid[1].subgridspec(1, 5, width_ratios=[side, d_h, gap, d_h, side])
+    axes = [fig.add_subplot(top_grid[0]), fig.add_subplot(top_grid[1]),
+            fig.add_subplot(bottom_grid[1]), fig.add_subplot(bottom_grid[3])]
     for ax, (colours, texts, panel_title) in zip(axes, panels, strict=True):
         _draw_panel(ax, colours, texts, heads, panel_title)
     axes[0].set_xticks(range(D))
     axes[0].set_yticks(range(T))
-    axes[0].set_xlabel("feature f (D)")
-    axes[0].set_ylabel("token t")
+    axes[0].set_xlabel("feature f (D)", fontsize=FONT_SIZE)
+    axes[0].set_ylabel("token t", fontsize=FONT_SIZE)
     columns = [c for c in range(D + heads - 1) if (c + 1) % (d_h + 1)]  # the columns that are not gaps
     axes[1].set_xticks(columns, [str(c % (d_h + 1)) for c in columns])
     axes[1].set_yticks(range(T))
-    axes[1].set_xlabel("feature within head: " + " | ".join(f"head {i}" for i in range(heads)))
-    axes[1].set_ylabel("token t")
+    axes[1].set_xlabel("feature within head: " + " | ".join(f"head {i}" for i in range(heads)), fontsize=FONT_SIZE)
+    axes[1].set_ylabel("token t", fontsize=FONT_SIZE)
     rows = [r for r in range(heads * (T + 1) - 1) if (r + 1) % (T + 1)]  # the rows that are not gaps
     for ax in axes[2:]:
         ax.set_xticks(range(d_h))
         ax.set_yticks(rows, [f"h{r // (T + 1)} r{r % (T + 1)}" for r in rows])
-        ax.set_xlabel("feature within head (d_h)")
-    axes[2].set_ylabel("head h, row (T axis)")
-    fig.suptitle(title)
+        ax.set_xlabel("feature within head (d_h)", fontsize=FONT_SIZE)
+    axes[2].set_ylabel("head h, row (T axis)", fontsize=FONT_SIZE)
+    axes[3].title.set_color(WRONG_COLOUR)
+    for spine in axes[3].spines.values():
+        spine.set(edgecolor=WRONG_COLOUR, linewidth=2.5)
+    fig.suptitle(title, wrap=True)
+    lines = -(-heads // LEGEND_COLUMNS)  # the legend's lines, as evenly filled as they can be
     fig.legend(handles=[Patch(color=HEAD_COLOURS[i], label=f"feature owned by head {i}") for i in range(heads)],
-               loc="lower center", ncol=heads, frameon=False, fontsize=9)
+               loc="outside lower center", ncols=-(-heads // lines), frameon=False, fontsize=FONT_SIZE)
     return fig

@@ -32,9 +32,10 @@ def _span_labels(count: int, step: int, length: int) -> list[str]:
 
 
 def _label(ax: Axes, x: float, y: float, above: bool) -> None:
-    """The value ``y`` written just above or just below its marker."""
-    offset = (0, 7) if above else (0, -14)
-    ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=offset, ha="center", fontsize=9)
+    """The value ``y`` written just above or just below its marker, starting at its right edge (clear of
+    the steep line that comes in from the left)."""
+    offset = (2, 6) if above else (2, -15)
+    ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=offset, ha="left", fontsize=9)
 
 
 def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles are visited") -> Figure:
@@ -45,7 +46,8 @@ def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles ar
         raise TypeError(f"trace must be a TiledTrace from efficient.tiled_attention_trace, got {type(trace).__name__}")
     order = trace.order
     n_query_blocks, n_key_blocks = order.shape
-    fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(10, 4.2), width_ratios=(1.1, 1), layout="constrained")
+    # 7.8 inches: shown at its own size in the page column (`lessons_lib.plotting.PAGE_WIDTH`), not shrunk
+    fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(7.8, 4.0), width_ratios=(1.1, 1), layout="constrained")
 
     visited = np.where(order == 0, np.nan, order.astype(float))  # NaN: drawn in the 'bad' colour
     cmap = plt.get_cmap(ORDER_CMAP).with_extremes(bad=SKIPPED_COLOUR)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dis
 import numbers
+import re
 import reprlib
 import textwrap
 import types
@@ -80,6 +81,8 @@ ATOL = 1e-6
 # The longest line a printed verdict has: it fits JupyterLab's output area in a 1280 px window with
 # the file browser open (tests/browser/test_exercises.py measures it), so no word is cut in two there.
 VERDICT_WIDTH = 79
+_SHORT_GROUP = re.compile(r"\([^()\n]{1,24}\)")
+_KEEP = "\x1f"  # stands for a space that must not break a line
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,20 @@ class Verdict:
     def __repr__(self) -> str:
         """``[question] correct|not yet|not answered yet: message``, in lines of at most `VERDICT_WIDTH`.
 
-        Lines break between words (a word longer than a line keeps its own line); continuation lines
-        are indented, and a line break inside the message starts a new line.
+        Lines break between words (a word longer than a line keeps its own line), never inside a short
+        bracketed group such as a shape ``(B, h, T, d_h)``; continuation lines are indented, and a line
+        break inside the message starts a new line.
         """
         mark = "correct" if self.ok else "not yet" if self.answered else "not answered yet"
-        text = f"[{self.question}] {mark}: {self.message}"
-        return "\n".join(
+        # A short bracketed group, such as a shape "(B, h, T, d_h)", stays on one line: its spaces are
+        # swapped for a character textwrap does not break at, and back.
+        text = _SHORT_GROUP.sub(lambda group: group[0].replace(" ", _KEEP), f"[{self.question}] {mark}: {self.message}")
+        lines = (
             textwrap.fill(part, VERDICT_WIDTH, subsequent_indent="    ", break_long_words=False,
                           break_on_hyphens=False)
-            for part in text.split("\n"))
+            for part in text.split("\n")
+        )
+        return "\n".join(lines).replace(_KEEP, " ")
 
     __str__ = __repr__
 

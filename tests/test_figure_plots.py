@@ -122,16 +122,13 @@ FIGURES: dict[str, Callable[[], Any]] = {
 # The others are wider than the page column, so the page shrinks them (factor measured with these inputs):
 # each needs a narrower layout, not only larger fonts.
 NOT_YET_LEGIBLE = {
-    "latent_flow.plot_latent_flow": "1245 px diagram shrunk x0.63: needs a narrower layout (lesson 07's helper)",
     "induction_maps.plot_head_maps": "one panel per head, shrunk when wide (lesson 09's helper owns this module)",
-    "attention_flow.plot_head_flow": "960 px diagram shrunk x0.82",
     "head_split.plot_head_split": "1254 px, four panels shrunk x0.63",
     "head_merge.plot_head_merge": "1092 px, two matrices shrunk x0.72",
     "attention_maps.plot_head_grid": "a row of h maps, 979 px for h = 4, shrunk x0.81",
     "attention_maps.plot_average_contrast": "a row of h + 1 maps, 1185 px for h = 4, shrunk x0.67",
     "cache_charts.plot_cache_growth": "1092 px, two charts shrunk x0.72",
     "tiling.plot_tiling": "930 px, two panels shrunk x0.85",
-    "residual_stream.plot_residual_stream": "1176 px block diagram shrunk x0.67",
 }
 
 

@@ -95,8 +95,9 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "naive line climbs much faster than the tiled one as the sequence grows."
     ),
     ("09", "plot_residual_stream("): (
-        "A pre-norm transformer block drawn on its residual stream: LayerNorm 1 feeds the heads, whose writes "
-        "add back into the stream, then LayerNorm 2 feeds the feed-forward layer, whose output is added too."
+        "A pre-norm transformer block drawn on its residual stream, which runs upwards: LayerNorm 1 feeds the "
+        "stacked heads, whose writes join and add back into the stream, then LayerNorm 2 feeds the feed-forward "
+        "layer, whose output is added too."
     ),
     ("09", "plot_loss_per_position("): (
         "The model's next-token loss at each position, the two halves shaded: around and above the dashed "

@@ -7,7 +7,8 @@
   column on a desktop; a wider figure is shrunk, its text with it), has no text smaller than
   `MIN_FONT_POINTS` at that displayed size.
 * The head palette stays distinct for 16 heads, and heatmaps use colour-vision-safe colour maps.
-* The stored figures of the notebooks are 2x (`FIGURE_TEST_NOTEBOOKS=/path` checks other copies).
+* The stored figures of the notebooks are 2x and at most `PAGE_WIDTH` wide as shown
+  (`FIGURE_TEST_NOTEBOOKS=/path` checks other copies).
 """
 
 from __future__ import annotations
@@ -117,17 +118,6 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "induction_maps.plot_composition": lambda: induction_maps.plot_composition(
         {"intact": rng.uniform(size=4), "hidden from keys": rng.uniform(size=4)}, [1, 2]),
 }
-# Layouts another change owns (their text would overflow their boxes at 9 pt shown in the page column):
-# measured and reported here, not yet passing. Remove a name once its figure is redrawn.
-# The others are wider than the page column, so the page shrinks them (factor measured with these inputs):
-# each needs a narrower layout, not only larger fonts.
-NOT_YET_LEGIBLE = {
-    "latent_flow.plot_latent_flow": "1245 px diagram shrunk x0.63: needs a narrower layout (lesson 07's helper)",
-    "attention_flow.plot_head_flow": "960 px diagram shrunk x0.82",
-    "residual_stream.plot_residual_stream": "1176 px block diagram shrunk x0.67",
-}
-
-
 def displayed_scale(fig: Figure) -> tuple[float, float]:
     """(width in CSS pixels as the inline backend crops it, the factor the page column shrinks it by)."""
     fig.canvas.draw()
@@ -150,24 +140,12 @@ def too_small(fig: Figure) -> list[str]:
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_text_is_legible_at_the_displayed_size(name: str) -> None:
-    if name in NOT_YET_LEGIBLE:
-        pytest.xfail(NOT_YET_LEGIBLE[name])
     fig = FIGURES[name]()
     try:
         problems = too_small(fig)
     finally:
         plt.close("all")
     assert not problems, f"{name}: text under {MIN_FONT_POINTS} pt as shown: {problems}"
-
-
-@pytest.mark.parametrize("name", list(NOT_YET_LEGIBLE))
-def test_the_known_illegible_figures_are_still_illegible(name: str) -> None:
-    """Fails as soon as a figure in NOT_YET_LEGIBLE becomes legible: then take it off that list."""
-    fig = FIGURES[name]()
-    try:
-        assert too_small(fig), f"{name} is legible now: remove it from NOT_YET_LEGIBLE"
-    finally:
-        plt.close("all")
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -225,6 +203,17 @@ def test_every_stored_figure_is_2x() -> None:
         if not is_2x((width, height), size):
             wrong.append(f"{where}: {width}x{height} px shown at {size or 'its own size'}")
     assert not wrong, "figures not stored at 2x (run scripts/regenerate_notebooks.py):\n" + "\n".join(wrong)
+
+
+def test_every_stored_figure_fits_the_page_column() -> None:
+    """As each lesson draws it (its own sizes, not only the calls above), no figure is wider than the
+    page's text column, so none is shrunk there and its text keeps the size the calls above measure."""
+    wide = [
+        f"{where}: shown {size['width']} px wide"
+        for where, output in stored_figures()
+        if (size := output.get("metadata", {}).get("image/png", {})).get("width", 0) > PAGE_WIDTH
+    ]
+    assert not wide, f"figures wider than the {PAGE_WIDTH} px page column:\n" + "\n".join(wide)
 
 
 def lab(colour: str) -> Any:

@@ -123,24 +123,38 @@ def flow_shapes(
     }
 
 
-# Where each stage's box sits (x, y in axes units) and the arrows between stages.
+# Where each stage's box sits (centre x, centre y in inches on the diagram's axes) and the arrows
+# between stages (from a side of one box to a side of another). Three columns: the inputs; Q, K and V;
+# then scores, weights and output stacked in the rows of Q, K and V, so the figure is 7.6 inches wide.
 _BOXES: dict[str, tuple[float, float, str]] = {
-    "x_query": (0.095, 0.80, "x (queries)"),
-    "x_source": (0.095, 0.35, "x (sources)"),
-    "Q": (0.36, 0.80, "Q = x W_q"),
-    "K": (0.36, 0.50, "K = x W_k"),
-    "V": (0.36, 0.15, "V = x W_v"),
-    "scores": (0.56, 0.65, "scores\nQ K^T / sqrt(d)"),
-    "weights": (0.75, 0.65, "weights\nsoftmax over S"),
-    "output": (0.905, 0.35, "output\nweights @ V"),
+    "x_query": (0.85, 2.85, "x (queries)"),
+    "x_source": (0.85, 1.2, "x (sources)"),
+    "Q": (3.75, 2.85, "Q = x W_q"),
+    "K": (3.75, 1.75, "K = x W_k"),
+    "V": (3.75, 0.55, "V = x W_v"),
+    "scores": (6.7, 2.85, "scores\nQ K^T / sqrt(d)"),
+    "weights": (6.7, 1.75, "weights\nsoftmax over S"),
+    "output": (6.7, 0.55, "output\nweights @ V"),
 }
-_HALF_WIDTH, _HALF_HEIGHT = 0.08, 0.085
+_HALF_WIDTH, _HALF_HEIGHT = 0.8, 0.31
+_DIAGRAM_SIZE = (7.6, 3.4)  # the axes, in inches; the figure adds room for the title and the caption
 _ARROWS = [
-    ("x_query", "Q", "W_q"), ("x_source", "K", "W_k"), ("x_source", "V", "W_v"),
-    ("Q", "scores", ""), ("K", "scores", ""), ("scores", "weights", ""), ("weights", "output", ""), ("V", "output", ""),
+    ("x_query", "right", "Q", "left", "W_q"), ("x_source", "right", "K", "left", "W_k"),
+    ("x_source", "right", "V", "left", "W_v"), ("Q", "right", "scores", "left", ""),
+    ("K", "right", "scores", "left", ""), ("scores", "bottom", "weights", "top", ""),
+    ("weights", "bottom", "output", "top", ""), ("V", "right", "output", "left", ""),
 ]
 _BOX_COLOURS = {"x_query": "#e8e8e8", "x_source": "#e8e8e8", "Q": "#cfe2f3", "K": "#d9ead3", "V": "#fce5cd",
                 "scores": "#ead1dc", "weights": "#ead1dc", "output": "#fff2cc"}
+_FONT = 10.0
+
+
+def _side(name: str, side: str) -> tuple[float, float]:
+    """The middle of one side of a stage's box, just outside its rounded edge."""
+    x, y, _ = _BOXES[name]
+    gap = 0.06
+    return {"left": (x - _HALF_WIDTH - gap, y), "right": (x + _HALF_WIDTH + gap, y),
+            "top": (x, y + _HALF_HEIGHT + gap), "bottom": (x, y - _HALF_HEIGHT - gap)}[side]
 
 
 def _shape_text(shape: tuple[int, ...], names: str) -> str:
@@ -149,9 +163,8 @@ def _shape_text(shape: tuple[int, ...], names: str) -> str:
 
 def _draw_box(ax: Axes, x: float, y: float, text: str, colour: str) -> None:
     ax.add_patch(FancyBboxPatch((x - _HALF_WIDTH, y - _HALF_HEIGHT), 2 * _HALF_WIDTH, 2 * _HALF_HEIGHT,
-                                boxstyle="round,pad=0.01",
-                                facecolor=colour, edgecolor="black", transform=ax.transAxes))
-    ax.text(x, y, text, ha="center", va="center", fontsize=9, transform=ax.transAxes)
+                                boxstyle="round,pad=0.03", facecolor=colour, edgecolor="black"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=_FONT)
 
 
 def plot_head_flow(
@@ -164,15 +177,17 @@ def plot_head_flow(
 ) -> Figure:
     """Boxes and arrows ``x -> (W_q, W_k, W_v) -> Q, K, V -> scores -> softmax -> weights @ V``.
 
-    Every box states the shape of its array as `flow_shapes` reads it from the given arrays.
+    Three columns: the inputs, then Q, K and V, then scores, weights and output from top to bottom
+    (the output in V's row). Every box states the shape of its array as `flow_shapes` reads it from the given arrays.
     """
     shapes = flow_shapes(x_query, x_source, w_q, w_k, w_v)
     symbols = {"x_query": "(T, D)", "x_source": "(S, D)", "Q": "(T, d)", "K": "(S, d)", "V": "(S, d_v)",
                "scores": "(T, S)", "weights": "(T, S)", "output": "(T, d_v)"}
-    fig, ax = plt.subplots(figsize=(10.0, 4.2))
-    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.1, top=0.88)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    width, height = _DIAGRAM_SIZE
+    fig = plt.figure(figsize=(width, height + 1.0))
+    ax = fig.add_axes((0.0, 0.45 / (height + 1.0), 1.0, height / (height + 1.0)))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
     ax.set_xticks([])
     ax.set_yticks([])
     for spine in ax.spines.values():
@@ -180,14 +195,12 @@ def plot_head_flow(
     for name, (x, y, label) in _BOXES.items():
         text = f"{label}\n{_shape_text(shapes[name], symbols[name])}"
         _draw_box(ax, x, y, text, _BOX_COLOURS[name])
-    for start, end, weight_name in _ARROWS:
-        (x0, y0, _), (x1, y1, _) = _BOXES[start], _BOXES[end]
-        start_x, end_x = x0 + _HALF_WIDTH + 0.01, x1 - _HALF_WIDTH - 0.01  # box edges
-        ax.annotate("", xy=(end_x, y1), xytext=(start_x, y0), xycoords="axes fraction",
-                    arrowprops={"arrowstyle": "->", "color": "black", "lw": 1.2})
+    for start, start_side, end, end_side, weight_name in _ARROWS:
+        (x0, y0), (x1, y1) = _side(start, start_side), _side(end, end_side)
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "black", "lw": 1.2})
         if weight_name:  # the projection's name and shape, on a white patch in the middle of its arrow
-            ax.text((start_x + end_x) / 2, (y0 + y1) / 2, f"{weight_name} {shapes[weight_name]}", ha="center",
-                    va="center", fontsize=9, transform=ax.transAxes, bbox={"facecolor": "white", "lw": 0, "pad": 1})
-    ax.set_title(title)
-    ax.set_xlabel("data flows left to right; T queries, S source positions, D input width")
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"{weight_name} {shapes[weight_name]}", ha="center",
+                    va="center", fontsize=_FONT, bbox={"facecolor": "white", "lw": 0, "pad": 1})
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel("data flows left to right, then down; T queries, S source positions, D input width", fontsize=_FONT)
     return fig

@@ -6,7 +6,8 @@ latent ``c`` (cached) up-projected into per-head keys and values, the shared rot
 the absorbed route (score side: ``q_i W_uk[i]^T`` meets ``c`` directly; value side: the weights mix
 ``c`` itself, then ``W_uv[i] W_o[i]`` maps the mixture to the output), and, dashed, the parts the
 lesson's layer leaves out (query compression and the RMSNorms on the latents). Given the query
-latent's width, the query boxes read from ``c^Q`` as in DeepSeek-V2.
+latent's width, the query boxes read from ``c^Q`` as in DeepSeek-V2. The data flows down from ``x``
+on a 7.8 inch wide figure, narrow enough to be shown at its own size in a lesson page.
 """
 
 from __future__ import annotations
@@ -31,24 +32,27 @@ CACHED_FILL, TENSOR_FILL, LEFT_OUT_FILL, ABSORBED_FILL = "#d6e6f5", "#f4f4f4", "
 CACHED_EDGE = "#1f5fa0"
 EXPLICIT_COLOUR, ABSORBED_COLOUR, LEFT_OUT_COLOUR = "#555555", "#d9730d", "#888888"
 
-# Boxes as (centre x, centre y, width, height) on a 15.4 x 8 canvas: queries on top, the latent in
-# the middle, the rotary key at the bottom, attention on the right. The two left-out boxes sit on
-# the arrows they would interrupt in DeepSeek-V2.
+# Boxes as (centre x, centre y, width, height) in inches on a 7.8 inch wide canvas, the data flowing
+# down: x on top; the queries on the left and the latent on the right below it; then the absorbed
+# query and the per-head keys and values; the scores beside them; the rotary key under the scores and
+# the output beside it. The two left-out boxes sit on the arrows they would interrupt in DeepSeek-V2.
 BOXES = {
-    "x": (0.9, 4.0, 1.3, 0.8),
-    "query_latent": (3.45, 5.8, 3.1, 1.0),
-    "q": (7.4, 7.2, 2.8, 0.8),
-    "q_rope": (7.4, 5.7, 3.0, 0.8),
-    "kv_norm": (3.75, 4.0, 3.0, 0.8),
-    "latent": (6.8, 4.0, 2.4, 0.8),
-    "k": (9.9, 4.85, 2.6, 0.8),
-    "v": (9.9, 3.0, 2.6, 0.8),
-    "rope_key": (8.0, 1.2, 3.6, 0.8),
-    "absorbed_q": (11.5, 7.2, 3.2, 0.8),
-    "scores": (13.5, 5.0, 3.5, 1.7),
-    "output": (13.5, 1.45, 3.5, 1.3),
+    "x": (3.9, 9.45, 0.85, 0.5),
+    "query_latent": (2.05, 8.3, 2.95, 0.72),
+    "kv_norm": (6.3, 8.3, 2.3, 0.5),
+    "q_rope": (1.3, 7.05, 1.95, 0.5),
+    "q": (3.45, 7.05, 1.75, 0.5),
+    "latent": (6.3, 7.05, 1.5, 0.5),
+    "absorbed_q": (1.9, 5.75, 1.6, 0.68),
+    "scores": (1.96, 4.35, 2.82, 1.0),
+    "k": (4.75, 4.35, 1.7, 0.5),
+    "v": (7.0, 4.35, 1.46, 0.5),
+    "rope_key": (2.0, 2.85, 2.95, 0.5),
+    "output": (5.93, 2.85, 2.75, 1.0),
 }
 CACHED = ("latent", "rope_key")
+CANVAS = (0.0, 7.8, 1.3, 9.8)  # x from, x to, y from, y to, in inches
+FONT = 9.0  # every text but the title, in points: the figure is narrow enough to be shown at its own size
 DASHED = ("query_latent", "kv_norm")
 
 
@@ -86,7 +90,7 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
         "k": f"k_i = c W_uk[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
         "v": f"v_i = c W_uv[i]\nh {TIMES} d_v = {h} {TIMES} {d_v}",
         "rope_key": f"k^R = RoPE(x W_kr)\nd_rope = {d_rope}, shared by all heads   CACHED",
-        "absorbed_q": f"absorbed query q_i W_uk[i]^T\nh {TIMES} d_c = {h} {TIMES} {d_c}",
+        "absorbed_q": f"absorbed query\nq_i W_uk[i]^T\nh {TIMES} d_c = {h} {TIMES} {d_c}",
         "scores": (
             f"scores of head i\nexplicit: [q_i; q^R_i]·[k_i; k^R]\nover d_nope + d_rope = {d_nope + d_rope}\n"
             f"absorbed: (q_i W_uk[i]^T)·c + q^R_i·k^R\nover d_c + d_rope = {d_c + d_rope}"
@@ -106,17 +110,22 @@ def _edge(name: str, side: str, shift: float = 0.0) -> tuple[float, float]:
             "top": (x + shift, y + h / 2), "bottom": (x + shift, y - h / 2)}[side]
 
 
-def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], colour: str, label: str = "",
-           at: float = 0.5, dashed: bool = False, bend: float = 0.0) -> None:
-    """An arrow from ``start`` to ``end``, labelled just above the point a fraction ``at`` along the
-    straight line between them; ``bend`` curves it (matplotlib's arc3 ``rad``)."""
+def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], colour: str) -> None:
+    """An arrow from ``start`` to ``end``, under the boxes."""
     ax.annotate("", xy=end, xytext=start, zorder=1, arrowprops=dict(
-        arrowstyle="-|>", color=colour, lw=1.4, linestyle="--" if dashed else "-", shrinkA=0, shrinkB=1,
-        connectionstyle=f"arc3,rad={bend}"))
-    if label:
-        x, y = start[0] + at * (end[0] - start[0]), start[1] + at * (end[1] - start[1]) + 0.08
-        ax.text(x, y, label, fontsize=8, color=colour, ha="center", va="bottom", zorder=3,
-                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.9))
+        arrowstyle="-|>", color=colour, lw=1.4, shrinkA=0, shrinkB=1))
+
+
+def _line(ax: Axes, points: list[tuple[float, float]], colour: str) -> None:
+    """A line through ``points`` (the part of a routed arrow before its last, arrow-headed, leg)."""
+    xs, ys = zip(*points, strict=True)
+    ax.plot(xs, ys, color=colour, lw=1.4, zorder=1, solid_joinstyle="miter")
+
+
+def _label(ax: Axes, at: tuple[float, float], text: str, colour: str, ha: str = "center", rotation: float = 0) -> None:
+    """An arrow's label at ``at``, on a white patch so that it reads over a line."""
+    ax.text(*at, text, fontsize=FONT, color=colour, ha=ha, va="center", rotation=rotation, zorder=3,
+            bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none"))
 
 
 def _box(ax: Axes, name: str, text: str) -> None:
@@ -127,7 +136,7 @@ def _box(ax: Axes, name: str, text: str) -> None:
     edge = LEFT_OUT_COLOUR if dashed else CACHED_EDGE if cached else "#444444"
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.04", fc=fill, ec=edge,
                                 lw=2.2 if cached else 1.0, ls="--" if dashed else "-", zorder=2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=8, zorder=3, gid=name,
+    ax.text(x, y, text, ha="center", va="center", fontsize=FONT, zorder=3, gid=name,
             color=LEFT_OUT_COLOUR if dashed else "black")
 
 
@@ -142,31 +151,50 @@ def plot_latent_flow(
     """
     labels = flow_labels(sizes, query_latent_width)
     n = _sizes(sizes, query_latent_width)
-    fig, ax = plt.subplots(figsize=(12.5, 6.6))
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
-    ax.set_xlim(0, 15.4)
-    ax.set_ylim(0, 8.0)
+    fig = plt.figure(figsize=(CANVAS[1] - CANVAS[0], CANVAS[3] - CANVAS[2] + 0.45))
+    ax = fig.add_axes((0.0, 0.0, 1.0, (CANVAS[3] - CANVAS[2]) / (CANVAS[3] - CANVAS[2] + 0.45)))
+    ax.set_xlim(CANVAS[0], CANVAS[1])
+    ax.set_ylim(CANVAS[2], CANVAS[3])
     ax.axis("off")
     grey, orange = EXPLICIT_COLOUR, ABSORBED_COLOUR
+    # From x: the queries through the query-latent box, the latent through the RMSNorm box, and the
+    # rotary key along the left margin, round everything else.
+    _line(ax, [_edge("x", "bottom", -0.25), _edge("query_latent", "top", 0.9)], grey)
     query_up = "W_uq[i]" if query_latent_width is not None else "W_q[i]"  # from c^Q in DeepSeek-V2
-    _arrow(ax, _edge("x", "top"), _edge("q", "left"), grey, query_up, at=0.85)
-    _arrow(ax, _edge("x", "right", 0.3), _edge("q_rope", "left"), grey, "W_qr[i]", at=0.88)
-    _arrow(ax, _edge("x", "right"), _edge("latent", "left"), grey)
-    ax.text(1.62, 3.93, f"W_dkv\n{n['D']} {TIMES} {n['d_c']}", fontsize=8, color=grey, va="top", zorder=3)
-    _arrow(ax, _edge("x", "bottom"), _edge("rope_key", "left"), grey, f"W_kr ({n['D']} {TIMES} {n['d_rope']})")
-    _arrow(ax, _edge("latent", "right", 0.2), _edge("k", "left"), grey, "W_uk[i]")
-    _arrow(ax, _edge("latent", "right", -0.2), _edge("v", "left"), grey, "W_uv[i]")
-    _arrow(ax, _edge("q", "bottom", 1.0), _edge("scores", "top", -1.1), grey)
-    _arrow(ax, _edge("q_rope", "right"), _edge("scores", "left", 0.3), grey)
-    _arrow(ax, _edge("k", "right"), _edge("scores", "left", -0.15), grey)
-    _arrow(ax, _edge("rope_key", "right"), _edge("scores", "bottom", -0.5), grey)
-    _arrow(ax, _edge("v", "right"), _edge("output", "top", -1.2), grey)
-    _arrow(ax, _edge("scores", "bottom", 1.0), _edge("output", "top", 1.0), grey, "weights")
-    _arrow(ax, _edge("q", "right"), _edge("absorbed_q", "left"), orange, f"{TIMES} W_uk[i]^T")
-    _arrow(ax, _edge("absorbed_q", "right", -0.2), _edge("scores", "top", 0.8), orange)
-    _arrow(ax, _edge("latent", "right"), _edge("scores", "left", -0.6), orange, "absorbed: c itself")
-    _arrow(ax, _edge("latent", "bottom", 0.6), _edge("output", "left", -0.3), orange,
-           f"absorbed: weights {TIMES} c, then W_uv[i] W_o[i]", at=0.62, bend=0.12)
+    _arrow(ax, _edge("query_latent", "bottom", -0.75), _edge("q_rope", "top"), grey)
+    _label(ax, (1.3, 7.6), "W_qr[i]", grey)
+    _arrow(ax, _edge("query_latent", "bottom", 1.0), _edge("q", "top", -0.4), grey)
+    _label(ax, (3.18, 7.6), query_up, grey)
+    _line(ax, [_edge("x", "bottom", 0.25), _edge("kv_norm", "top", -1.0)], grey)
+    _arrow(ax, _edge("kv_norm", "bottom"), _edge("latent", "top"), grey)
+    _label(ax, (6.2, 7.6), f"W_dkv\n{n['D']} {TIMES} {n['d_c']}", grey, ha="right")
+    margin = CANVAS[0] + 0.12
+    _line(ax, [_edge("x", "left"), (margin, BOXES["x"][1]), (margin, BOXES["rope_key"][1])], grey)
+    _arrow(ax, (margin, BOXES["rope_key"][1]), _edge("rope_key", "left"), grey)
+    _label(ax, (1.8, BOXES["x"][1]), f"W_kr ({n['D']} {TIMES} {n['d_rope']})", grey)
+    # The latent, up-projected into every head's keys and values (the explicit route).
+    _arrow(ax, _edge("latent", "bottom", -0.6), _edge("k", "top", 0.25), grey)
+    _label(ax, (5.35, 5.75), "W_uk[i]", grey)
+    _arrow(ax, _edge("latent", "bottom", 0.6), _edge("v", "top", -0.1), grey)
+    _label(ax, (6.9, 5.75), "W_uv[i]", grey)
+    # Into the scores: both query parts, the keys, the rotary key; then the weights to the output.
+    _arrow(ax, _edge("q_rope", "bottom", -0.5), _edge("scores", "top", -1.16), grey)
+    _arrow(ax, _edge("q", "bottom", -0.1), _edge("scores", "top", 1.3), grey)
+    _arrow(ax, _edge("k", "left"), _edge("scores", "right"), grey)
+    _arrow(ax, _edge("rope_key", "top"), _edge("scores", "bottom"), grey)
+    _arrow(ax, _edge("scores", "right", -0.3), _edge("output", "left", 0.1), grey)
+    _label(ax, (3.95, 3.55), "weights", grey)
+    _arrow(ax, _edge("v", "bottom"), _edge("output", "top", 1.07), grey)
+    # The absorbed route: the score side (the query meets the latent) and the value side.
+    _arrow(ax, _edge("q", "bottom", -0.6), _edge("absorbed_q", "top", 0.55), orange)
+    _label(ax, (2.55, 6.45), f"{TIMES} W_uk[i]^T", orange, ha="right")
+    _arrow(ax, _edge("absorbed_q", "bottom"), _edge("scores", "top", -0.06), orange)
+    _arrow(ax, _edge("latent", "left", -0.1), _edge("scores", "right", 0.35), orange)
+    _label(ax, (4.25, 5.62), "absorbed: c itself", orange)
+    channel = BOXES["output"][0]  # down the gap between the keys and the values
+    top, bottom = _edge("latent", "bottom")[1], _edge("output", "top")[1]
+    _arrow(ax, (channel, top), (channel, bottom), orange)
+    _label(ax, (channel, (top + bottom) / 2), f"absorbed: weights {TIMES} c, then W_uv[i] W_o[i]", orange, rotation=90)
     for name, text in labels.items():
         _box(ax, name, text)
     legend = [
@@ -175,9 +203,10 @@ def plot_latent_flow(
         Patch(fc=CACHED_FILL, ec=CACHED_EDGE, lw=2.2, label="cached per token and layer"),
         Patch(fc="white", ec=LEFT_OUT_COLOUR, ls="--", label="in DeepSeek-V2, " + LEFT_OUT),
     ]
-    ax.legend(handles=legend, loc="lower left", fontsize=8, frameon=False)
+    ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(CANVAS[0], 2.2), bbox_transform=ax.transData,
+              fontsize=FONT, frameon=False, borderaxespad=0)
     if title is None:
         title = ("MLA data flow: D = {D}, h = {h}, d_c = {d_c}, d_nope = {d_nope}, d_rope = {d_rope}, "
                  "d_v = {d_v}").format(**n)
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title, fontsize=10.5)
     return fig

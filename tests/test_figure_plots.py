@@ -83,7 +83,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "head_merge.plot_head_merge": lambda: head_merge.plot_head_merge(rng.normal(size=(2, 4, 3)),
                                                                      rng.normal(size=(6, 6))),
     "mask_conventions.plot_mask_conventions": lambda: mask_conventions.plot_mask_conventions(
-        np.tril(np.ones((4, 4), dtype=bool))),
+        np.tril(np.ones((4, 6), dtype=bool), k=2)),
     "attention_maps.plot_head_map": lambda: attention_maps.plot_head_map(_maps(1, 6)[0], LABELS, LABELS, "head 0"),
     "attention_maps.plot_head_grid": lambda: attention_maps.plot_head_grid(_maps(4, 6), LABELS),
     "attention_maps.plot_average_contrast": lambda: attention_maps.plot_average_contrast(_maps(4, 6), LABELS),
@@ -122,7 +122,8 @@ def displayed_scale(fig: Figure) -> tuple[float, float]:
     """(width in CSS pixels as the inline backend crops it, the factor the page column shrinks it by)."""
     fig.canvas.draw()
     box = fig.get_tightbbox(fig.canvas.get_renderer())  # type: ignore[attr-defined]
-    width = box.width * DISPLAY_DPI
+    # The inline backend saves the tight box plus `savefig.pad_inches` on each side.
+    width = (box.width + 2 * float(matplotlib.rcParams["savefig.pad_inches"])) * DISPLAY_DPI
     return width, min(1.0, PAGE_WIDTH / width)
 
 

@@ -7,7 +7,7 @@ the absorbed route (score side: ``q_i W_uk[i]^T`` meets ``c`` directly; value si
 ``c`` itself, then ``W_uv[i] W_o[i]`` maps the mixture to the output), and, dashed, the parts the
 lesson's layer leaves out (query compression and the RMSNorms on the latents). Given the query
 latent's width, the query boxes read from ``c^Q`` as in DeepSeek-V2. The data flows down from ``x``
-on a 7.8 inch wide figure, narrow enough to be shown at its own size in a lesson page.
+on a 7.65 inch wide figure, narrow enough to be shown at its own size in a lesson page.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ CACHED_FILL, TENSOR_FILL, LEFT_OUT_FILL, ABSORBED_FILL = "#d6e6f5", "#f4f4f4", "
 CACHED_EDGE = "#1f5fa0"
 EXPLICIT_COLOUR, ABSORBED_COLOUR, LEFT_OUT_COLOUR = "#555555", "#d9730d", "#888888"
 
-# Boxes as (centre x, centre y, width, height) in inches on a 7.8 inch wide canvas, the data flowing
+# Boxes as (centre x, centre y, width, height) in inches on a 7.65 inch wide canvas, the data flowing
 # down: x on top; the queries on the left and the latent on the right below it; then the absorbed
 # query and the per-head keys and values; the scores beside them; the rotary key under the scores and
 # the output beside it. The two left-out boxes sit on the arrows they would interrupt in DeepSeek-V2.
@@ -46,12 +46,12 @@ BOXES = {
     "absorbed_q": (1.9, 5.75, 1.6, 0.68),
     "scores": (1.96, 4.35, 2.82, 1.0),
     "k": (4.75, 4.35, 1.7, 0.5),
-    "v": (7.0, 4.35, 1.46, 0.5),
+    "v": (6.95, 4.35, 1.46, 0.5),
     "rope_key": (2.0, 2.85, 2.95, 0.5),
     "output": (5.93, 2.85, 2.75, 1.0),
 }
 CACHED = ("latent", "rope_key")
-CANVAS = (0.0, 7.8, 1.3, 9.8)  # x from, x to, y from, y to, in inches
+CANVAS = (0.1, 7.75, 1.3, 9.8)  # x from, x to, y from, y to, in inches (7.65 in wide)
 FONT = 9.0  # every text but the title, in points: the figure is narrow enough to be shown at its own size
 DASHED = ("query_latent", "kv_norm")
 
@@ -184,7 +184,7 @@ def plot_latent_flow(
     _arrow(ax, _edge("rope_key", "top"), _edge("scores", "bottom"), grey)
     _arrow(ax, _edge("scores", "right", -0.3), _edge("output", "left", 0.1), grey)
     _label(ax, (3.95, 3.55), "weights", grey)
-    _arrow(ax, _edge("v", "bottom"), _edge("output", "top", 1.07), grey)
+    _arrow(ax, _edge("v", "bottom"), _edge("output", "top", 1.02), grey)
     # The absorbed route: the score side (the query meets the latent) and the value side.
     _arrow(ax, _edge("q", "bottom", -0.6), _edge("absorbed_q", "top", 0.55), orange)
     _label(ax, (2.55, 6.45), f"{TIMES} W_uk[i]^T", orange, ha="right")

@@ -52,7 +52,10 @@ def plot_mask_conventions(allowed: NDArray[np.bool_]) -> Figure:
     arrays = mask_conventions(allowed)
     T, S = allowed.shape
     cmap = ListedColormap([BLOCKED_COLOUR, ALLOWED_COLOUR])  # 0 = blocked, 1 = may attend
-    fig, axes = plt.subplots(1, 3, figsize=(1.0 + 1.5 * S, 1.7 + 0.5 * T), layout="constrained", sharey=True)
+    # About 0.38 in per key column in each of the three panels: within the page column (7.7 in) up to
+    # S = 6 with every label at 9 pt; a wider mask gets narrower cells.
+    fig, axes = plt.subplots(1, 3, figsize=(min(7.7, 0.9 + 1.15 * S), 1.6 + 0.4 * T), layout="constrained",
+                             sharey=True)
     for ax, array, title in zip(axes, arrays.values(), PANEL_TITLES, strict=True):
         ax.imshow(allowed.astype(int), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")  # colour = meaning
         for t in range(T):

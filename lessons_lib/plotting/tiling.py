@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from lessons_lib.efficient import TiledTrace
 
@@ -46,8 +46,8 @@ def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles ar
         raise TypeError(f"trace must be a TiledTrace from efficient.tiled_attention_trace, got {type(trace).__name__}")
     order = trace.order
     n_query_blocks, n_key_blocks = order.shape
-    # 7.8 inches: shown at its own size in the page column (`lessons_lib.plotting.PAGE_WIDTH`), not shrunk
-    fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(7.8, 4.0), width_ratios=(1.1, 1), layout="constrained")
+    # 7.6 inches plus the saved margins: shown at its own size in the page column (plotting.PAGE_WIDTH)
+    fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(7.6, 4.0), width_ratios=(1.1, 1), layout="constrained")
 
     visited = np.where(order == 0, np.nan, order.astype(float))  # NaN: drawn in the 'bad' colour
     cmap = plt.get_cmap(ORDER_CMAP).with_extremes(bad=SKIPPED_COLOUR)
@@ -68,6 +68,7 @@ def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles ar
     )
     colorbar = fig.colorbar(image, ax=grid_ax, shrink=0.85)
     colorbar.set_label("step at which the tile is visited")
+    colorbar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
 
     steps = list(range(1, len(trace.row_max) + 1))
     row_max = np.array(trace.row_max, dtype=float)

@@ -87,7 +87,7 @@ _KEEP = "\x1f"  # stands for a space that must not break a line
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one Quick-check question: shown as a one-line message in the notebook."""
+    """The outcome of one Quick-check question: printed in the notebook as its `line`, wrapped."""
 
     question: str
     ok: bool
@@ -97,17 +97,22 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.ok
 
+    @property
+    def line(self) -> str:
+        """``[question] correct|not yet|not answered yet: message`` on one line (`repr` wraps it)."""
+        mark = "correct" if self.ok else "not yet" if self.answered else "not answered yet"
+        return f"[{self.question}] {mark}: {self.message}"
+
     def __repr__(self) -> str:
-        """``[question] correct|not yet|not answered yet: message``, in lines of at most `VERDICT_WIDTH`.
+        """`line`, in lines of at most `VERDICT_WIDTH` characters.
 
         Lines break between words (a word longer than a line keeps its own line), never inside a short
         bracketed group such as a shape ``(B, h, T, d_h)``; continuation lines are indented, and a line
         break inside the message starts a new line.
         """
-        mark = "correct" if self.ok else "not yet" if self.answered else "not answered yet"
         # A short bracketed group, such as a shape "(B, h, T, d_h)", stays on one line: its spaces are
         # swapped for a character textwrap does not break at, and back.
-        text = _SHORT_GROUP.sub(lambda group: group[0].replace(" ", _KEEP), f"[{self.question}] {mark}: {self.message}")
+        text = _SHORT_GROUP.sub(lambda group: group[0].replace(" ", _KEEP), self.line)
         lines = (
             textwrap.fill(part, VERDICT_WIDTH, subsequent_indent="    ", break_long_words=False,
                           break_on_hyphens=False)

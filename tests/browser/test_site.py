@@ -292,6 +292,7 @@ def test_the_website_in_chromium(built_site: Path, browser: Any, tmp_path: Path)
 # Every page on a phone, in dark mode, and for a screen reader.
 
 PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1440, "height": 900}  # shown at 2x, as on a HiDPI laptop
 AA_CONTRAST = 4.5  # WCAG 2 level AA for body text
 WHITE = "rgb(255, 255, 255)"
 # What must stay legible in dark mode: every widget note, admonition (and its title), printed output and
@@ -375,9 +376,11 @@ def test_every_page_fits_a_phone(built_site: Path, browser: Any, tmp_path: Path)
 
 
 def test_dark_mode_and_figures(built_site: Path, browser: Any, tmp_path: Path) -> None:
-    """In dark mode every note, admonition and output reaches WCAG AA contrast; every figure sits undimmed
-    on a white plate, at twice its displayed pixel density, with a one-sentence alt text."""
-    context = browser.new_context(viewport=VIEWPORT, color_scheme="dark")
+    """On a laptop (1440 x 900 at 2x) in dark mode every note, admonition and output reaches WCAG AA
+    contrast; every figure sits undimmed on a white plate, at twice its displayed pixel density, with a
+    one-sentence alt text, shown at its own size (the page column does not shrink it, so its text keeps
+    the size tests/test_figure_plots.py measures)."""
+    context = browser.new_context(viewport=LAPTOP, device_scale_factor=2, color_scheme="dark")
     page = context.new_page()
     problems: list[str] = []
     try:
@@ -396,6 +399,8 @@ def test_dark_mode_and_figures(built_site: Path, browser: Any, tmp_path: Path) -
                     problems.append(f"{where} has the alt text {figure['alt']!r}")
                 if not 0 <= figure["natural"] - 2 * figure["attribute"] < 2:  # an odd width is halved down
                     problems.append(f"{where} is {figure['natural']} px for a width of {figure['attribute']} px")
+                if figure["shown"] < figure["attribute"] - 1:
+                    problems.append(f"{where} is shrunk to {figure['shown']:.0f} px from {figure['attribute']} px")
             notes = page.locator("article .lesson-widget-note")
             if notes.count():
                 notes.first.scroll_into_view_if_needed()

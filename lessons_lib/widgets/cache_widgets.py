@@ -22,6 +22,11 @@ __all__ = ["HeadSharing", "KVCacheCalculator"]
 
 BYTES_PER_ELEMENT = [("float32 (4 bytes)", 4), ("16-bit (2 bytes)", 2), ("8-bit (1 byte)", 1)]
 MAPPINGS = [("repeat-interleave: i // g", "repeat"), ("tile (wrong): i % h_kv", "tile")]
+# HeadSharing's picture, in inches: `plot_head_sharing` sizes its markers to the axes' width and labels them
+# at 9 pt only when they are at least 17 pt wide; axes of 6.35 in give 16 query heads 20 pt markers (its largest),
+# wide enough for "kv15" at 9 pt.
+SHARING_SIZE = (7.5, 2.6)
+SHARING_LEFT = 1.0  # the row names ("query heads", "K/V heads") at 9 pt
 
 
 class KVCacheCalculator(LessonWidget):
@@ -114,7 +119,7 @@ class HeadSharing(LessonWidget):
             "kv_heads": widgets.Dropdown(options=kv_head_options(heads), value=kv_heads, description="h_kv"),
             "mapping": widgets.ToggleButtons(options=MAPPINGS, value="repeat", description="mapping"),
         }
-        super().__init__(controls, size=(6.0, 2.6), rows=[["heads", "kv_heads"], ["mapping"]])
+        super().__init__(controls, size=SHARING_SIZE, rows=[["heads", "kv_heads"], ["mapping"]])
 
     def _changed(self, name: str) -> None:
         if name == "heads":
@@ -143,7 +148,7 @@ class HeadSharing(LessonWidget):
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.subplots()
-        self.figure.subplots_adjust(left=0.17, right=0.98, bottom=0.04, top=0.88)
+        self.figure.subplots_adjust(left=SHARING_LEFT / SHARING_SIZE[0], right=0.98, bottom=0.04, top=0.88)
         return []
 
     def _draw(self) -> None:

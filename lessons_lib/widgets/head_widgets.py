@@ -13,6 +13,8 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.text import Text
+from numpy.typing import NDArray
 
 from lessons_lib.inspect_heads import (
     EVAL_SEED,
@@ -48,6 +50,17 @@ __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
 PROJECTIONS = ("wq", "wk", "wv")
 TILES_PER_ROW = 4  # HeadReslicer: maps per row (h = 8 and 16 take two and four rows)
+NAME_SIZE = 9  # HeadReslicer: the "head i" over each map, in points (`lessons_lib.plotting.MIN_FONT_POINTS`)
+
+
+def _named(h: int) -> bool:
+    """HeadReslicer names its maps ("head i") for 2 to 8 heads: 16 maps are too small to name, they read in order."""
+    return 1 < h <= 2 * TILES_PER_ROW
+
+
+def _spaced(h: int) -> bool:
+    """Named maps in more than one row get a blank row of cells above each map, room for the names between rows."""
+    return _named(h) and h > TILES_PER_ROW
 
 
 class HeadExplorer(LessonWidget):
@@ -93,7 +106,8 @@ class HeadExplorer(LessonWidget):
         axes = self.figure.subplots(1, 5, gridspec_kw={"width_ratios": [2.0, 0.4, 1, 1, 1]})
         axes[1].remove()
         self._axes = [axes[0], *axes[2:]]
-        self.figure.subplots_adjust(left=0.07, right=0.92, bottom=0.17, top=0.87, wspace=0.3)
+        # right=0.9 leaves the last colour bar room for its ticks and label inside the picture.
+        self.figure.subplots_adjust(left=0.07, right=0.9, bottom=0.17, top=0.87, wspace=0.3)
         labels = self.data["labels"]
         self._map = draw_map(self._axes[0], self.data["map"], labels, labels)
         self._labelled = self.data["sequence"]  # the sequence whose tokens label the map's axes
@@ -103,7 +117,7 @@ class HeadExplorer(LessonWidget):
         self._columns = []
         for ax, name in zip(self._axes[1:], PROJECTIONS, strict=True):
             self._columns.append(draw_columns(ax, self.data[name], name, 0, limit))
-            ax.set_xlabel(f"its d_h={layer.head_width} columns", fontsize=8)
+            ax.set_xlabel(f"d_h={layer.head_width} columns", fontsize=9)  # as wide as the matrix, no wider
             ax.set_xticks([])
         # Colour bars are drawn once, into the cached background: they cost nothing per update.
         add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)
@@ -173,7 +187,7 @@ class HeadReslicer(LessonWidget):
         self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.data["heads"], per_row=TILES_PER_ROW)
         add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
         add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
-        self._names: list[Artist] = []
+        self._names: list[Text] = []
         self._shown = 0
         self._maps_ax.axis("on")
         for spine in self._maps_ax.spines.values():
@@ -188,11 +202,19 @@ class HeadReslicer(LessonWidget):
         heads: int = self.data["heads"]
         return heads  # the grid and the head names are background; the tokens are drawn per update
 
+    def _tiled(self) -> NDArray[np.float64]:
+        """The maps of ``.data`` in rows of `TILES_PER_ROW` (see `tile_maps`); with `_spaced` rows, each map
+        has a blank row of cells on top, so two rows stand two cells apart and a name at `NAME_SIZE` fits."""
+        maps, h = self.data["maps"], self.data["heads"]
+        if _spaced(h):
+            maps = np.concatenate([np.full((h, 1, maps.shape[2]), np.nan), maps], axis=1)
+        return tile_maps(maps, slots=h, per_row=TILES_PER_ROW)
+
     def _lay_out_maps(self) -> None:
         """Axes, token labels and head names for ``h`` maps in rows of `TILES_PER_ROW`."""
         d = self.data
         h, (T, S) = d["heads"], d["maps"].shape[1:]
-        tiled = tile_maps(d["maps"], slots=h, per_row=TILES_PER_ROW)
+        tiled = self._tiled()
         rows, cols = tiled.shape
         ax = self._maps_ax
         self._tiles.set_extent((-0.5, cols - 0.5, rows - 0.5, -0.5))
@@ -200,12 +222,14 @@ class HeadReslicer(LessonWidget):
         ax.set_ylim(rows - 0.5, -0.5)
         for name in self._names:
             name.remove()
-        per_row = min(h, TILES_PER_ROW)
+        per_row, spaced = min(h, TILES_PER_ROW), _spaced(h)
+        top = T + 2 if spaced else T + 1  # rows of cells from one row of maps to the next
+        first = 1 if spaced else 0  # the map's first row of cells (below its blank row)
         self._names = [
-            ax.text((i % per_row) * (S + 1) + (S - 1) / 2, (i // per_row) * (T + 1) - 0.7, f"head {i}",
-                    ha="center", va="bottom", fontsize=9 if h <= TILES_PER_ROW else 7.5)
+            ax.text((i % per_row) * (S + 1) + (S - 1) / 2, (i // per_row) * top + first - 0.7, f"head {i}",
+                    ha="center", va="bottom", fontsize=NAME_SIZE)
             for i in range(h)
-        ] if 1 < h <= 2 * TILES_PER_ROW else []  # 16 maps are too small to name: they read in order
+        ] if _named(h) else []
         labelled = h <= TILES_PER_ROW  # one row of maps: tokens along every map and down the first
         ax.xaxis.set_visible(labelled)
         ax.yaxis.set_visible(labelled)
@@ -223,7 +247,7 @@ class HeadReslicer(LessonWidget):
         for col, line in enumerate(self._edges, start=1):
             line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
         self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)
-        self._tiles.set_data(tile_maps(d["maps"], slots=d["heads"], per_row=TILES_PER_ROW))
+        self._tiles.set_data(self._tiled())
         self._maps_ax.set_title(d["title"], fontsize=9, pad=18)
 
 
@@ -280,11 +304,12 @@ class SplitExplorer(LessonWidget):
         }
 
     def _build(self) -> list[Artist]:
-        self._ax = self.figure.add_axes((0.08, 0.18, 0.5, 0.7))
+        self._ax = self.figure.add_axes((0.08, 0.18, 0.46, 0.7))
         self._image = draw_split_layout(self._ax, self.data["layout"], self.data["heads"], "")
         most = max(self.controls["heads"].options)  # one static bar for every h offered: head ids 0 .. most-1
         add_colorbar(self._image, self._ax, "head", **head_ticks(most))
-        self._legend = self.figure.text(0.68, 0.85, "", va="top", fontsize=8, family="monospace")
+        # The longest line ("head 0: tokens 0-3, features 0-3", 33 characters) ends inside the picture.
+        self._legend = self.figure.text(0.63, 0.85, "", va="top", fontsize=9, family="monospace")
         return [self._image, self._legend, self._ax.title]
 
     def _draw(self) -> None:

@@ -24,13 +24,17 @@ from lessons_lib.induction import (
     run,
 )
 from lessons_lib.mha_numpy import softmax
-from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_tokens
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map
 from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
 from lessons_lib.widgets.base import LessonWidget
 
 __all__ = ["InductionExplorer", "example_sequences", "next_token_view", "parse_tokens"]
 
 TYPED = "typed"  # the `sequence` option meaning "whatever is in the tokens box"
+FONT_SIZE = 9  # every text of the picture, in points (`lessons_lib.plotting.MIN_FONT_POINTS`)
+# The least distance between two token labels along a map's axis, in points: a 9 pt label's line (12.5 px at
+# `DISPLAY_DPI` 100) and a little space. Where the map's cells are closer, only every 2nd (or 4th) is labelled.
+LABEL_PITCH = 1.15 * FONT_SIZE
 
 
 def parse_tokens(text: str, vocab: int, most: int) -> list[int]:
@@ -176,11 +180,15 @@ class InductionExplorer(LessonWidget):
         self._map_ax, self._panel_ax = map_ax, panel_ax
         labels = self.data["labels"]
         self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
-        map_ax.tick_params(labelsize=6)
+        map_ax.tick_params(labelsize=FONT_SIZE)
         map_ax.tick_params(axis="x", labelrotation=90)  # token ids side by side would run together
+        map_ax.tick_params(which="both", length=2)  # a tick at every position, labelled or not
         add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)
+        # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
+        self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
-        panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed", fontsize=8)
+        panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed",
+                           fontsize=FONT_SIZE)
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]
 
@@ -189,6 +197,20 @@ class InductionExplorer(LessonWidget):
 
     def _background_key(self) -> Hashable:
         return tuple(self.data["ids"])  # the token labels belong to the background
+
+    def _label_step(self, positions: int) -> int:
+        """Label every position of the map, or every 2nd or 4th when its cells are closer than `LABEL_PITCH`."""
+        cell = self._map_side / positions
+        return next((step for step in (1, 2, 4) if step * cell >= LABEL_PITCH), 8)
+
+    def _label_positions(self, labels: list[str]) -> None:
+        """Token labels on the map's axes (keys along the bottom, queries down the side), thinned by
+        `_label_step`; a minor tick marks every position."""
+        step = self._label_step(len(labels))
+        shown = range(0, len(labels), step)
+        for axis in (self._map_ax.xaxis, self._map_ax.yaxis):
+            axis.set_ticks(shown, [labels[i] for i in shown])
+            axis.set_ticks(range(len(labels)) if step > 1 else [], minor=True)
 
     def _draw(self) -> None:
         d = self.data
@@ -200,7 +222,7 @@ class InductionExplorer(LessonWidget):
             self._panel_ax.set_xlim(-0.5, n - 1.5)
             self._length = n
         if self._background_key() not in self._backgrounds:  # labels are drawn only into a new background
-            label_tokens(self._map_ax, d["labels"], d["labels"])
+            self._label_positions(d["labels"])
             pairs = [f"{a}>{b}" for a, b in zip(d["ids"], d["ids"][1:], strict=False)]
             self._panel_ax.set_xticks(range(n - 1), pairs, rotation=90)
         self._map.set_data(d["map"])

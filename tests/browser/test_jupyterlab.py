@@ -15,7 +15,8 @@ the page side of the lessons that need a browser: the widget manager, the front-
 the widgets' renderers. The lessons without widgets show only text and images, which the site test
 (tests/browser/test_site.py) reads in Chromium, and tests/browser/test_exercises.py walks a learner
 through an exercise in JupyterLab.
-Screenshots land in pytest's tmp_path for each notebook (`pytest --basetemp=DIR` keeps them in DIR).
+Screenshots (after Run All, of a control that changed nothing, and of the last state) land in pytest's
+tmp_path for each notebook (`pytest --basetemp=DIR` keeps them in DIR).
 
 Fixtures (server, browser, skip rules) and the one-test-per-notebook parametrisation live in
 conftest.py beside this file.
@@ -226,9 +227,10 @@ def exercise_widgets(page: Any, name: str, shots: Path) -> int:
             change_dropdown(control)
         else:
             retype_text(control)
-        changed = wait_for_change(page, before)
-        page.screenshot(path=str(shots / f"{index:02d}_{kind}.png"))
-        assert changed, (
+        if wait_for_change(page, before):
+            continue
+        page.screenshot(path=str(shots / f"{index:02d}_{kind}.png"))  # only when it failed: 0.1 s each
+        raise AssertionError(
             f"{name}: changing the {kind} '{control_label(control)}' did not change any figure or text "
             f"within {WIDGET_UPDATE_SECONDS:.0f} s (screenshot {shots / f'{index:02d}_{kind}.png'})"
         )

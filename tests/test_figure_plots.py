@@ -98,6 +98,8 @@ FIGURES: dict[str, Callable[[], Any]] = {
         tokens=4096),
     "cache_charts.plot_head_sharing": lambda: cache_charts.plot_head_sharing(
         [0, 0, 0, 0, 1, 1, 1, 1], 2, "h=8, h_kv=2, g=4: query head i reads K/V head i // g"),
+    "cache_charts.plot_head_sharing, h = h_kv = 16": lambda: cache_charts.plot_head_sharing(
+        list(range(16)), 16, "h=16, h_kv=16, g=1: every query head has a K/V head of its own"),
     "cache_charts.plot_conversion_error": lambda: cache_charts.plot_conversion_error(
         [1, 2, 4, 8], {"random heads": [0.5, 0.4, 0.3, 0.0], "paired heads": [0.3, 0.2, 0.1, 0.0]}, heads=8),
     "cache_charts.plot_cache_growth": lambda: cache_charts.plot_cache_growth(
@@ -215,6 +217,26 @@ def test_every_stored_figure_fits_the_page_column() -> None:
         if (size := output.get("metadata", {}).get("image/png", {})).get("width", 0) > PAGE_WIDTH
     ]
     assert not wide, f"figures wider than the {PAGE_WIDTH} px page column:\n" + "\n".join(wide)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(8, 2), (8, 8), (12, 12), (16, 8), (16, 16)])
+def test_head_sharing_labels_fit_inside_their_markers(heads: int, kv_heads: int) -> None:
+    """White or black labels on coloured squares and circles: a label wider than its marker spills onto the
+    white background, where white text vanishes."""
+    fig = cache_charts.plot_head_sharing([i // (heads // kv_heads) for i in range(heads)], kv_heads, "sharing")
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        ax = fig.axes[0]
+        squares, circles = ax.collections[:2]
+        pixels_per_point = fig.dpi / 72
+        narrowest = min(float(np.sqrt(c.get_sizes().min())) for c in (squares, circles)) * pixels_per_point
+        labels = [t for t in ax.texts if t.get_text()]
+        assert len(labels) == heads + kv_heads
+        wide = [t.get_text() for t in labels if t.get_window_extent(renderer).width > 0.95 * narrowest]
+        assert not wide, f"h={heads}, h_kv={kv_heads}: labels wider than their markers: {wide}"
+    finally:
+        plt.close("all")
 
 
 def lab(colour: str) -> Any:

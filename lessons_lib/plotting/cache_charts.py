@@ -86,11 +86,13 @@ def plot_head_sharing(mapping: Sequence[int], kv_heads: int, title: str, ax: Axe
     """Query heads (top row) joined to the key/value head each reads (bottom row).
 
     ``mapping[i]`` is the K/V head of query head ``i``; colours follow the K/V head (`palette.HEAD_COLOURS`,
-    distinct for up to 16 heads) and every marker is labelled. Markers shrink with the number of heads,
-    so neighbours never touch.
+    distinct for up to 16 heads) and every marker is labelled (``q{i}`` and ``kv{j}``; past 10 K/V heads the
+    circles carry the number ``j`` alone, which fits them). Markers shrink with the number of heads, so
+    neighbours never touch.
     """
-    fig, ax = _axes(ax, (6.0, 2.6))
     heads = len(mapping)
+    # 6 in for up to 11 heads, wider for more (at most 7.7 in, the page column), so the labels keep 9 pt
+    fig, ax = _axes(ax, (min(7.7, max(6.0, 0.45 * (heads + 1) + 0.5)), 2.6))
     span = max(heads - 1, 1)
     kv_x = [span * (j + 0.5) / kv_heads - 0.5 for j in range(kv_heads)]
     # Marker width: at most 75% of the distance between neighbours (in points), never more than 20 pt.
@@ -108,7 +110,8 @@ def plot_head_sharing(mapping: Sequence[int], kv_heads: int, title: str, ax: Axe
         ax.annotate(f"q{i}", (i, 1), ha="center", va="center", fontsize=fontsize, color=text_colour(head_colour(j)),
                     zorder=3)
     for j, x in enumerate(kv_x):
-        ax.annotate(f"kv{j}", (x, 0), ha="center", va="center", fontsize=fontsize,
+        # "kv10" is wider than its circle: past 10 K/V heads the circles carry the bare number j
+        ax.annotate(f"kv{j}" if kv_heads <= 10 else str(j), (x, 0), ha="center", va="center", fontsize=fontsize,
                     color=text_colour(head_colour(j)), zorder=3)
     ax.set_yticks([0, 1], ["K/V heads", "query heads"])
     ax.tick_params(labelsize=9)

@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.collections import PathCollection
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
@@ -228,9 +229,10 @@ def test_head_sharing_labels_fit_inside_their_markers(heads: int, kv_heads: int)
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         ax = fig.axes[0]
-        squares, circles = ax.collections[:2]
+        markers = [c for c in ax.collections if isinstance(c, PathCollection)]  # the squares, then the circles
+        assert len(markers) == 2
         pixels_per_point = fig.dpi / 72
-        narrowest = min(float(np.sqrt(c.get_sizes().min())) for c in (squares, circles)) * pixels_per_point
+        narrowest = min(float(np.sqrt(c.get_sizes().min())) for c in markers) * pixels_per_point
         labels = [t for t in ax.texts if t.get_text()]
         assert len(labels) == heads + kv_heads
         wide = [t.get_text() for t in labels if t.get_window_extent(renderer).width > 0.95 * narrowest]

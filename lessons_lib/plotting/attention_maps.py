@@ -33,6 +33,7 @@ __all__ = [
     "draw_split_layout",
     "draw_tiled_maps",
     "head_ticks",
+    "label_step",
     "label_tokens",
     "plot_average_contrast",
     "plot_head_count_comparison",
@@ -61,22 +62,36 @@ def _check_labels(name: str, labels: Sequence[str], size: int) -> None:
 
 
 def add_colorbar(
-    image: AxesImage, ax: Axes, label: str, gap: float = 0.01, width: float = 0.012, **kwargs: Any
+    image: AxesImage,
+    ax: Axes,
+    label: str,
+    gap: float = 0.01,
+    width: float = 0.012,
+    bottom: float | None = None,
+    **kwargs: Any,
 ) -> Colorbar:
     """A colour bar for ``image`` in a thin new axes just right of ``ax`` (figure fractions).
 
     Placed by hand rather than by stealing space from ``ax``, so the figure's fixed layout stays
-    as it was; ``kwargs`` go to ``Figure.colorbar`` (e.g. ``ticks``).
+    as it was. It runs from the top of ``ax`` down to its bottom, or down to ``bottom`` (a figure
+    fraction) to stand beside several rows of maps; ``kwargs`` go to ``Figure.colorbar`` (e.g. ``ticks``).
     """
     fig = ax.get_figure()
     assert isinstance(fig, Figure)
     ax.apply_aspect()  # an equal-aspect image may fill less than its axes' slot: follow the image
     box = ax.get_position()
-    cax = fig.add_axes((box.x1 + gap, box.y0, width, box.height))
+    y0 = box.y0 if bottom is None else bottom
+    cax = fig.add_axes((box.x1 + gap, y0, width, box.y1 - y0))
     bar = fig.colorbar(image, cax=cax, **kwargs)
     bar.set_label(label, fontsize=9)
     bar.ax.tick_params(labelsize=9)
     return bar
+
+
+def label_step(spacing: float, room: float, steps: Sequence[int]) -> int:
+    """The first of ``steps`` at which labels on ticks ``spacing`` apart stand at least ``room`` apart
+    (the last of ``steps`` when none does): label every ``step``-th tick, so no two labels touch."""
+    return next((step for step in steps if step * spacing >= room), steps[-1])
 
 
 def draw_map(
@@ -280,11 +295,8 @@ def _grid_of_maps(
         draw_map(ax, head_weights, labels, labels, title)
         for ax, head_weights, title in zip(axes[:h], weights, titles, strict=True)
     ]
-    bar = add_colorbar(images[0], axes[columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width)
-    if rows > 1:  # the bar spans every row
-        box = bar.ax.get_position()
-        bottom = axes[(rows - 1) * columns].get_position().y0
-        bar.ax.set_position((box.x0, bottom, box.width, box.y1 - bottom))
+    bottom = axes[(rows - 1) * columns].get_position().y0  # the bar spans every row
+    add_colorbar(images[0], axes[columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width, bottom=bottom)
     return fig, axes, columns
 
 

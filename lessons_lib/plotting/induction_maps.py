@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
-from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar
+from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, label_step
 
 __all__ = [
     "draw_next_token_panel",
@@ -91,8 +91,7 @@ def _position_step(positions: int, side: float) -> int:
     """Label every second position of a map ``side`` inches wide, or every 4th, 5th, 10th, ... when
     the labels at `TICK_FONT` (about 0.6 em a digit, 5 pt apart) would not fit."""
     room = (len(str(positions - 1)) * 0.6 * TICK_FONT + 5) / 72  # inches from one label's centre to the next
-    cell = side / positions
-    return next((step for step in (2, 4, 5, 10, 20, 50) if step * cell >= room), 100)
+    return label_step(side / positions, room, (2, 4, 5, 10, 20, 50, 100))
 
 
 def plot_head_maps(
@@ -159,11 +158,8 @@ def plot_head_maps(
                 ax.plot(t - half + 1, t, "--", color="C1", linewidth=1.0, alpha=0.9)
                 ax.set_xlim(-0.5, T - 0.5)
                 ax.set_ylim(T - 0.5, -0.5)
-    bar = add_colorbar(image, axes[0][columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width)
-    if rows > 1:  # the bar spans every row
-        box = bar.ax.get_position()
-        bottom = 1 - (HEAD_MAP_TOP + rows * side + (rows - 1) * HEAD_MAP_ROW_GAP) / height
-        bar.ax.set_position((box.x0, bottom, box.width, box.y1 - bottom))
+    bottom = 1 - (HEAD_MAP_TOP + rows * side + (rows - 1) * HEAD_MAP_ROW_GAP) / height  # the bar spans every row
+    add_colorbar(image, axes[0][columns - 1], WEIGHT_LABEL, gap=0.12 / width, width=0.12 / width, bottom=bottom)
     cell = max(2, *(len(label) for label in labels)) + 1
     table = [
         "position " + "".join(f"{t:>{cell}}" for t in range(T)),

@@ -24,7 +24,7 @@ from lessons_lib.induction import (
     run,
 )
 from lessons_lib.mha_numpy import softmax
-from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
 from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
 from lessons_lib.widgets.base import LessonWidget
 
@@ -200,8 +200,7 @@ class InductionExplorer(LessonWidget):
 
     def _label_step(self, positions: int) -> int:
         """Label every position of the map, or every 2nd or 4th when its cells are closer than `LABEL_PITCH`."""
-        cell = self._map_side / positions
-        return next((step for step in (1, 2, 4) if step * cell >= LABEL_PITCH), 8)
+        return label_step(self._map_side / positions, LABEL_PITCH, (1, 2, 4, 8))
 
     def _label_positions(self, labels: list[str]) -> None:
         """Token labels on the map's axes (keys along the bottom, queries down the side), thinned by

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["DISPLAY_DPI", "PAGE_WIDTH", "PIXEL_DENSITY", "use_retina_inline"]
+__all__ = ["DISPLAY_DPI", "MAX_FIGURE_INCHES", "MIN_FONT_POINTS", "PAGE_WIDTH", "PIXEL_DENSITY", "use_retina_inline"]
 
 DISPLAY_DPI = 100  # CSS pixels per figure inch: Matplotlib's default dpi, the size a figure is shown at
 PIXEL_DENSITY = 2  # PNG pixels per CSS pixel
@@ -28,6 +28,9 @@ PIXEL_DENSITY = 2  # PNG pixels per CSS pixel
 # window; JupyterLab's output area is wider). A wider figure is shrunk to this width, its text with it.
 PAGE_WIDTH = 790
 MIN_FONT_POINTS = 9.0  # the smallest text a figure may show, in points at its displayed size
+# The widest a figure may be, in inches: with the 0.1 in margins the inline backend saves around it
+# (Matplotlib's savefig.pad_inches) it is shown at most PAGE_WIDTH wide, at its own size.
+MAX_FIGURE_INCHES = round(PAGE_WIDTH / DISPLAY_DPI - 2 * 0.1, 2)  # 7.7
 
 
 def use_retina_inline() -> bool:

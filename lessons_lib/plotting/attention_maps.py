@@ -23,6 +23,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
+from lessons_lib.plotting import MAX_FIGURE_INCHES
 from lessons_lib.plotting.palette import head_colourmap
 
 __all__ = [
@@ -228,7 +229,7 @@ def plot_head_map(
 # The grid of maps of `plot_head_grid` and `plot_average_contrast`, in inches. A figure at most
 # GRID_WIDTH wide is shown at its own size in a lesson page (`PAGE_WIDTH`, 7.9 in), so its 9 pt text
 # stays 9 pt; maps that do not fit in one row at their smallest size wrap into more rows.
-GRID_WIDTH = 7.7
+GRID_WIDTH = MAX_FIGURE_INCHES
 GRID_LEFT = 0.45  # the first map's query labels and axis title
 GRID_RIGHT = 0.8  # the colour bar, its ticks and its label
 GRID_TOP = 0.3  # a map's title

@@ -15,6 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
 from lessons_lib.kv_cache import format_bytes
+from lessons_lib.plotting import MAX_FIGURE_INCHES
 from lessons_lib.plotting.palette import head_colour, text_colour
 
 __all__ = [
@@ -91,8 +92,8 @@ def plot_head_sharing(mapping: Sequence[int], kv_heads: int, title: str, ax: Axe
     neighbours never touch.
     """
     heads = len(mapping)
-    # 6 in for up to 11 heads, wider for more (at most 7.7 in, the page column), so the labels keep 9 pt
-    fig, ax = _axes(ax, (min(7.7, max(6.0, 0.45 * (heads + 1) + 0.5)), 2.6))
+    # 6 in for up to 11 heads, wider for more (at most the page column), so the labels keep 9 pt
+    fig, ax = _axes(ax, (min(MAX_FIGURE_INCHES, max(6.0, 0.45 * (heads + 1) + 0.5)), 2.6))
     span = max(heads - 1, 1)
     kv_x = [span * (j + 0.5) / kv_heads - 0.5 for j in range(kv_heads)]
     # Marker width: at most 75% of the distance between neighbours (in points), never more than 20 pt.
@@ -167,8 +168,8 @@ def plot_cache_growth(
         ax.legend(fontsize=9, loc="upper left")
         ax.set_title(title, fontsize=10)
         return ax.figure
-    # A fixed layout, in inches, at most 7.9 wide (the page column): the legend sits under both panels.
-    width, height = 7.7, 4.0
+    # A fixed layout, in inches, as wide as the page column allows: the legend sits under both panels.
+    width, height = MAX_FIGURE_INCHES, 4.0
     fig, (linear, logarithmic) = plt.subplots(1, 2, figsize=(width, height))
     fig.subplots_adjust(left=0.6 / width, right=1 - 0.1 / width, bottom=0.95 / height, top=1 - 0.55 / height,
                         wspace=0.35)

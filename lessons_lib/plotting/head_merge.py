@@ -15,11 +15,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from numpy.typing import NDArray
 
+from lessons_lib.plotting import MIN_FONT_POINTS
+
 __all__ = ["HEAD_COLOURS", "merge_blocks", "plot_head_merge", "wo_row_heads"]
 
 # One pale colour per head (pale, so that the numbers written on top stay legible).
 HEAD_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#d9d9d9")
-FONT_SIZE = 9  # the numbers in the cells, the ticks and the axis labels: `lessons_lib.plotting.MIN_FONT_POINTS`
+FONT_SIZE = MIN_FONT_POINTS  # the numbers in the cells, the ticks and the axis labels
 INTEGER_WIDTH, DECIMAL_WIDTH = 0.34, 0.48  # inches per column: room for "133", or for "-0.33", at FONT_SIZE
 
 

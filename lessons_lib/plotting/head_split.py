@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from numpy.typing import NDArray
 
+from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.validation import head_width
 
 __all__ = ["LAYOUTS", "feature_owners", "plot_head_split", "split_layouts"]
@@ -31,7 +32,7 @@ LAYOUTS = ("tokens_features", "tokens_heads", "heads_first", "direct")
 
 # Inches per cell (a column of the panels, a row of the grids): "37" or "307" fits a cell at FONT_SIZE.
 CELL_WIDTH, CELL_HEIGHT = 0.34, 0.28
-FONT_SIZE = 9  # cell labels, ticks, axis labels and legend: `lessons_lib.plotting.MIN_FONT_POINTS`
+FONT_SIZE = MIN_FONT_POINTS  # cell labels, ticks, axis labels and legend
 MAX_WIDTH = 7.8  # inches: shown at its own size in the page column (`lessons_lib.plotting.PAGE_WIDTH`)
 TITLE_COLUMNS = 7  # cell widths a bottom panel's title "(B, h, T, d_h) = (1, 2, 4, 4)" needs
 DECORATION = 3.0  # cell heights a row of panels needs for its titles, ticks and axis labels

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
+from lessons_lib.plotting import MAX_FIGURE_INCHES, MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, label_step
 
 __all__ = [
@@ -75,7 +76,7 @@ def plot_loss_per_position(
 
 # The layout of `plot_head_maps`, in inches: at most HEAD_MAPS_WIDTH wide, so that a lesson page
 # (`PAGE_WIDTH`, 7.9 in) shows it at its own size and its 9 pt text stays 9 pt.
-HEAD_MAPS_WIDTH = 7.7
+HEAD_MAPS_WIDTH = MAX_FIGURE_INCHES
 HEADS_PER_ROW = 4  # a layer with more heads takes more rows
 HEAD_MAP_LEFT = 0.6  # query positions and their axis title
 HEAD_MAP_RIGHT = 0.8  # the colour bar, its ticks and its label
@@ -84,7 +85,7 @@ HEAD_MAP_ROW_GAP = 0.55  # between rows: a map's two-line title
 HEAD_MAP_TOP = 0.9  # the figure's title (two lines) and the first row's map titles
 HEAD_MAP_BOTTOM = 0.9  # key positions, their axis title and the position -> token table
 LARGEST_HEAD_MAP = 2.2
-TICK_FONT = 9.0
+TICK_FONT = MIN_FONT_POINTS
 
 
 def _position_step(positions: int, side: float) -> int:

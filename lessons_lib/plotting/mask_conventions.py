@@ -15,6 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from numpy.typing import NDArray
 
+from lessons_lib.plotting import MAX_FIGURE_INCHES
+
 __all__ = ["ALLOWED_COLOUR", "BLOCKED_COLOUR", "PANEL_TITLES", "mask_conventions", "plot_mask_conventions"]
 
 ALLOWED_COLOUR = "#a1d99b"  # pale green: may attend
@@ -52,10 +54,10 @@ def plot_mask_conventions(allowed: NDArray[np.bool_]) -> Figure:
     arrays = mask_conventions(allowed)
     T, S = allowed.shape
     cmap = ListedColormap([BLOCKED_COLOUR, ALLOWED_COLOUR])  # 0 = blocked, 1 = may attend
-    # About 0.38 in per key column in each of the three panels: within the page column (7.7 in) up to
+    # About 0.38 in per key column in each of the three panels: within the page column up to
     # S = 6 with every label at 9 pt; a wider mask gets narrower cells.
-    fig, axes = plt.subplots(1, 3, figsize=(min(7.7, 0.9 + 1.15 * S), 1.6 + 0.4 * T), layout="constrained",
-                             sharey=True)
+    size = (min(MAX_FIGURE_INCHES, 0.9 + 1.15 * S), 1.6 + 0.4 * T)
+    fig, axes = plt.subplots(1, 3, figsize=size, layout="constrained", sharey=True)
     for ax, array, title in zip(axes, arrays.values(), PANEL_TITLES, strict=True):
         ax.imshow(allowed.astype(int), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")  # colour = meaning
         for t in range(T):

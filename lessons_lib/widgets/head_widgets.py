@@ -31,6 +31,7 @@ from lessons_lib.inspect_heads import (
     split_layout,
     tokens_per_head,
 )
+from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import (
     WEIGHT_LABEL,
     add_colorbar,
@@ -50,7 +51,7 @@ __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
 PROJECTIONS = ("wq", "wk", "wv")
 TILES_PER_ROW = 4  # HeadReslicer: maps per row (h = 8 and 16 take two and four rows)
-NAME_SIZE = 9  # HeadReslicer: the "head i" over each map, in points (`lessons_lib.plotting.MIN_FONT_POINTS`)
+NAME_SIZE = MIN_FONT_POINTS  # HeadReslicer: the "head i" over each map, in points
 
 
 def _named(h: int) -> bool:

@@ -24,6 +24,7 @@ from lessons_lib.induction import (
     run,
 )
 from lessons_lib.mha_numpy import softmax
+from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
 from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
 from lessons_lib.widgets.base import LessonWidget
@@ -31,7 +32,7 @@ from lessons_lib.widgets.base import LessonWidget
 __all__ = ["InductionExplorer", "example_sequences", "next_token_view", "parse_tokens"]
 
 TYPED = "typed"  # the `sequence` option meaning "whatever is in the tokens box"
-FONT_SIZE = 9  # every text of the picture, in points (`lessons_lib.plotting.MIN_FONT_POINTS`)
+FONT_SIZE = MIN_FONT_POINTS  # every text of the picture, in points
 # The least distance between two token labels along a map's axis, in points: a 9 pt label's line (12.5 px at
 # `DISPLAY_DPI` 100) and a little space. Where the map's cells are closer, only every 2nd (or 4th) is labelled.
 LABEL_PITCH = 1.15 * FONT_SIZE

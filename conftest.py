@@ -16,10 +16,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
-
-import os
 
 import matplotlib
 import pytest

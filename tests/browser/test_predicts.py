@@ -22,8 +22,8 @@ import pytest
 from test_jupyterlab import KERNEL_READY_SECONDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the guard's own module
-from answer_guard import LESSONS, contains  # noqa: E402
-from test_answer_guard import KNOWN_LEAKS  # noqa: E402
+from answer_guard import LESSONS, contains
+from test_answer_guard import KNOWN_LEAKS
 
 LAPTOP = {"width": 1440, "height": 900}
 CHECKED = [path.name for path in LESSONS if path.name[:2] not in KNOWN_LEAKS]
@@ -82,10 +82,9 @@ def test_no_predict_answer_is_on_screen_before_its_reveal(
             page.wait_for_timeout(150)  # let the rendered markdown below settle
             shown = page.evaluate(VISIBLE_TEXT_JS, notebook.element_handle())
             assert "Predict:" in shown, f"cell {index}: the question is not on screen after scrolling to it"
-            problems += [
-                f"cell {index}: {phrase!r} is on screen with the question" for phrase in phrases if contains(shown, phrase)
-            ]
-            if any(contains(shown, phrase) for phrase in phrases):
+            visible = [phrase for phrase in phrases if contains(shown, phrase)]
+            problems += [f"cell {index}: {phrase!r} is on screen with the question" for phrase in visible]
+            if visible:
                 page.screenshot(path=str(tmp_path / f"predict_{index}.png"))
         assert not problems, f"{lesson} at 1440 x 900: an answer is visible before its reveal runs:\n" + "\n".join(
             problems

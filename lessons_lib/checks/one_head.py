@@ -2,15 +2,18 @@
 the weights, the causal mask, the output, a whole attention function and cross-attention.
 
 Each checker compares a learner's answer with the right one and with the mistakes people make
-most often (no scale, the wrong axis, an inverted mask, ...), names a recognised mistake, and
-otherwise gives the expected shape, never the solution. It never raises on a learner's answer
+most often (no scale, the wrong axis, an inverted mask, ``.T`` on a batch, ...), names a recognised
+mistake, and otherwise says what is wrong (the shape, or "right shape, wrong numbers" and how they
+differ), never the solution. It never raises on a learner's answer
 (NumPy arrays, nested lists or torch tensors). ``T`` query length, ``S`` source length, ``d``
 query/key width, ``d_v`` value width.
 """
 
 from __future__ import annotations
 
+import dis
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -42,7 +45,23 @@ NAN = "NaN: a softmax ran over a line with no allowed position (all -inf): the w
 
 
 def _unknown(layout: str, expected: tuple[int, ...], got: tuple[int, ...]) -> str:
-    return f"expected shape {layout} = {expected}; yours has shape {got} and other values"
+    if got == expected:
+        return f"right shape {layout} = {expected}, wrong numbers"
+    return f"expected shape {layout} = {expected}; yours has shape {got}"
+
+
+def _unknown_weights(a: Floats, expected: Floats, layout: str = "(T, S)") -> str:
+    """The fallback for weights of the right shape: what their rows look like next to the right ones."""
+    if a.shape != expected.shape:
+        return _unknown(layout, expected.shape, a.shape)
+    sums = a.sum(axis=-1)
+    if not np.allclose(sums, 1.0, atol=1e-6):
+        return (f"right shape {layout} = {expected.shape}, wrong numbers: your rows sum to "
+                f"{float(sums.min()):.3g} .. {float(sums.max()):.3g}, not 1 each")
+    if (a < 0).any():
+        return f"right shape {layout} = {expected.shape}, wrong numbers: some weights are negative"
+    return (f"right shape {layout} = {expected.shape}, wrong numbers: your rows sum to 1 but favour other "
+            "positions than softmax(q k^T / sqrt(d)) does")
 
 
 def _unscaled(q: Floats, k: Floats) -> Floats:
@@ -56,24 +75,33 @@ def _mixed(scores: Floats, v: Floats, mask: Any = None, axis: int = -1) -> Float
     return softmax(scores, axis=axis) @ v
 
 
+def _layout(ndim: int, last: str) -> str:
+    """``(T, S)``, ``(B, T, S)`` or ``(..., T, S)`` for an array of ``ndim`` axes ending in ``last``."""
+    return f"({last})" if ndim == 2 else f"(B, {last})" if ndim == 3 else f"(..., {last})"
+
+
 def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
     """Question "scores": the scaled scores of queries ``q (..., T, d)`` against keys ``k (..., S, d)``.
 
     Recognises: no scale, dividing by ``d``, multiplying by ``sqrt(d)``, ``k @ q.T`` (transposed,
-    with or without the scale) and dividing by the square root of a length (``T`` or ``S``).
+    with or without the scale), dividing by the square root of a length (``T`` or ``S``); for a batch
+    also the first sequence only and every sequence's queries against every sequence's keys.
     """
     question = "scores"
     qf = reference_array("q", q, "(..., T, d)", min_rank=2)
     kf = reference_array("k", k, "(..., S, d)", min_rank=2)
     raw = _unscaled(qf, kf)
-    a = array_answer(question, answer, f"the scaled scores, an array of shape (T, S) = {raw.shape}")
+    layout = _layout(raw.ndim, "T, S")
+    a = array_answer(question, answer, f"the scaled scores, an array of shape {layout} = {raw.shape}")
     if isinstance(a, Verdict):
         return a
     T, d = qf.shape[-2:]
     S = kf.shape[-2]
     if same(a, raw / math.sqrt(d)):
-        return passed(question, f"scores = q @ k.T / sqrt(d) with d={d}; shape (T, S) = {raw.shape}")
-    mistake = first_match(a, [
+        how = "q @ k.T" if raw.ndim == 2 else "q @ (k with its last two axes swapped)"
+        return passed(question, f"scores = {how} / sqrt(d) with d={d}; shape {layout} = {raw.shape}")
+    batched = raw.ndim > 2
+    candidates: list[tuple[Any, str]] = [
         (raw, f"you forgot the scale: these are the raw dot products, whose variance grows like d = {d}"),
         (lambda: raw / d, f"you divided by d = {d}: the spread of q·k grows like sqrt(d), not like d"),
         (lambda: raw * math.sqrt(d), "you multiplied by sqrt(d); the scale makes the scores smaller, not bigger"),
@@ -81,34 +109,91 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
          f"transposed: yours is k @ q.T, shape (S, T); scores have one row per query, shape (T, S) = ({T}, {S})"),
         (lambda: np.swapaxes(raw, -1, -2), "you computed k @ q.T (one row per key) and forgot the scale"),
         (lambda: raw / math.sqrt(S), f"you divided by sqrt(S), a length; the scale uses the feature width d = {d}"),
-        (lambda: raw / math.sqrt(T), f"you divided by sqrt(T), a length; the scale uses the feature width d = {d}"),
-    ])
+        (lambda: raw / math.sqrt(T),
+         f"you divided by sqrt(T), a length; the scale uses the feature width d = {d}"
+         + (": in a batch q.shape[1] is T, read d from q.shape[-1]" if raw.ndim == 3 else "")),
+    ]
+    if batched:
+        first = raw.reshape(-1, T, S)[0]
+        candidates += [
+            (lambda: first / math.sqrt(d),
+             f"these are the scores of the first sequence only, shape (T, S) = {first.shape}: keep the batch axis "
+             f"in front, one (T, S) table per sequence, shape {raw.shape}"),
+            (lambda: np.tensordot(qf, kf, axes=([-1], [-1])) / math.sqrt(d),
+             "you paired every sequence's queries with every sequence's keys (np.tensordot / np.dot over the "
+             f"batch): your shape is (B, T, B, S); each sequence's queries meet only its own keys, shape {raw.shape}"),
+            (lambda: np.tensordot(qf, kf, axes=([-1], [-1])),
+             "you paired every sequence's queries with every sequence's keys (np.tensordot / np.dot over the "
+             f"batch) and forgot the scale; each sequence's queries meet only its own keys, shape {raw.shape}"),
+        ]
+    mistake = first_match(a, candidates)
     if mistake is None and a.ndim == raw.ndim and a.shape != raw.shape and a.shape != (*raw.shape[:-2], S, T):
-        mistake = (f"expected shape (T, S) = {raw.shape}, one row per query and one column per key, but yours is "
+        mistake = (f"expected shape {layout} = {raw.shape}, one row per query and one column per key, but yours is "
                    f"{a.shape}: are these the scores of other arrays (another lesson section's q and k) than the "
                    "ones the question names?")
-    return failed(question, mistake or _unknown("(T, S)", raw.shape, a.shape))
+    if mistake is None and a.shape == raw.shape:
+        ratio = a / np.where(raw == 0, np.nan, raw)
+        ratio = ratio[np.isfinite(ratio)]
+        if ratio.size and np.allclose(ratio, ratio[0], rtol=1e-6):
+            mistake = (f"right shape {layout} = {raw.shape}, wrong numbers: yours are the dot products times "
+                       f"{float(ratio[0]):.4g}; the scale is 1/sqrt(d) = {1 / math.sqrt(d):.4g} with d = {d}")
+    return failed(question, mistake or _unknown(layout, raw.shape, a.shape))
+
+
+def _weights_or_zeros(scores: Floats, keep: NDArray[np.bool_], axis: int = -1) -> Floats:
+    """The softmax of ``scores`` over the allowed entries along ``axis``; a line with none is all zeros."""
+    empty = ~keep.any(axis=axis, keepdims=True)
+    masked = np.where(keep, scores, -np.inf)
+    safe = np.where(empty, 0.0, masked)  # an empty line: any finite numbers, zeroed below
+    return np.where(empty, 0.0, softmax(safe, axis=axis))
 
 
 def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
     """Question "weights": attention weights from ``scores (..., T, S)``, with an optional boolean
-    mask ``allowed`` broadcastable to ``(..., T, S)`` (``True`` = may attend).
+    mask ``allowed`` broadcastable to ``(..., T, S)`` (``True`` = may attend). A blocked position
+    must get weight exactly 0 (checked before any tolerance); a query with no allowed position
+    gets a row of zeros (no NaN).
 
     Recognises: the query axis, the whole matrix at once, no ``exp``, ``exp`` without dividing,
     the scores unchanged; with a mask: the mask ignored, applied after the softmax without
-    renormalising, blocked scores set to 0 instead of -inf, and the mask inverted.
+    renormalising, blocked scores set to 0 instead of -inf, a finite fill too small to give exactly
+    0 (such as -20), the mask inverted; for a query with no allowed position: NaN, and the uniform
+    row a finite fill (such as -1e9) gives.
     """
     question = "weights"
     sf = reference_array("scores", scores, "(..., T, S)", min_rank=2)
     mask = None if allowed is None else reference_mask("allowed", allowed, "(..., T, S)")
-    a = array_answer(question, answer, f"the attention weights, an array of shape (T, S) = {sf.shape}")
+    layout = _layout(sf.ndim, "T, S")
+    a = array_answer(question, answer, f"the attention weights, an array of shape {layout} = {sf.shape}")
     if isinstance(a, Verdict):
         return a
     keep = np.ones(sf.shape, dtype=bool) if mask is None else np.broadcast_to(mask, sf.shape)
+    empty = ~keep.any(axis=-1)  # (..., T): queries with no allowed position
     masked = np.where(keep, sf, -np.inf)
-    if same(a, softmax(masked, axis=-1)):
+    expected = _weights_or_zeros(sf, keep)
+    blocked_ok = a.shape != sf.shape or bool((a[~keep] == 0).all())
+    if same(a, expected) and blocked_ok:
         blocked = "" if mask is None else "; blocked positions get weight exactly 0"
-        return passed(question, f"softmax over the source axis (axis=-1): every query's row sums to 1{blocked}")
+        nothing = "; a query with no allowed position gets a row of zeros" if empty.any() else ""
+        return passed(question, f"softmax over the source axis (axis=-1): every query's row sums to 1{blocked}{nothing}")
+    if a.shape == sf.shape and not blocked_ok and np.isfinite(a).all():
+        biggest = float(np.abs(a[~keep]).max())
+        if biggest < 1e-3:
+            return failed(question, f"the blocked positions get weights up to {biggest:.1e}, not exactly 0: a large "
+                                    "negative score such as -20 only makes exp small. Use -inf (or a fill so "
+                                    "negative that exp gives exactly 0)")
+    if empty.any() and a.shape == sf.shape:
+        rows = a[empty]
+        if np.isnan(rows).any() and same(np.nan_to_num(a[~empty]), expected[~empty]):
+            return failed(question, "right for every query that may attend somewhere, but a query with no allowed "
+                                    "position gets NaN (exp(-inf - (-inf))): give that row zeros")
+        if same(rows, np.full(rows.shape, 1.0 / sf.shape[-1])):
+            return failed(question, f"a query with no allowed position gets equal weights 1/S = 1/{sf.shape[-1]} "
+                                    "(what a finite fill such as -1e9 gives when every score of the row is blocked): "
+                                    "it then attends to positions it must not. Give that row zeros")
+        if same(a[~empty], expected[~empty]):
+            return failed(question, "right for every query that may attend somewhere, but the row of a query with no "
+                                    "allowed position must be all zeros")
     if np.isnan(a).any():
         with np.errstate(all="ignore"):  # NumPy's softmax by hand: an all -inf column gives NaN, as the learner's
             exps = np.exp(masked - masked.max(axis=-2, keepdims=True))
@@ -135,6 +220,12 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
          "you divided the scores by their row sum without exponentiating; negative scores then give "
          "negative 'weights'. The softmax exponentiates first"),
         (lambda: np.exp(masked), "you exponentiated but did not divide by the row sum; the rows must sum to 1"),
+        (lambda: np.exp(masked) / np.exp(masked).sum(axis=-1),
+         "you divided by the row sums without keepdims=True: the sums, shape (T,), were lined up with the last "
+         "axis (the columns), so row t was not divided by its own sum. Keep the summed axis"),
+        (lambda: np.exp(masked - masked.max(axis=-1)) / np.exp(masked - masked.max(axis=-1)).sum(axis=-1),
+         "you took the max and the sum without keepdims=True: shape (T,) lines up with the columns, not the rows. "
+         "Keep the reduced axis (keepdims=True)"),
         (sf, "these are the scores themselves; they still need the softmax"),
     ]
     if mask is not None:
@@ -144,13 +235,11 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
              "you zeroed the blocked weights after the softmax, so the rows no longer sum to 1; mask the scores first"),
             (lambda: softmax(kept, axis=-1),
              "you set the blocked scores to 0, but exp(0) = 1 still gives them weight; a blocked score must be -inf"),
-            (lambda: softmax(np.where(keep, -np.inf, sf), axis=-1),
+            (lambda: _weights_or_zeros(sf, ~keep),
              "inverted mask: each query attends exactly where it must not. True = may attend"),
         ]
     mistake = first_match(a, candidates)
-    if mistake is None and a.shape == sf.shape and not same(a.sum(axis=-1), np.ones(sf.shape[:-1])):
-        mistake = "your rows do not sum to 1: each query's weights must be a probability distribution"
-    return failed(question, mistake or _unknown("(T, S)", sf.shape, a.shape))
+    return failed(question, mistake or _unknown_weights(a, expected, layout))
 
 
 def _dropped_columns(a: Floats, scores: Floats, keep: NDArray[np.bool_]) -> str | None:
@@ -264,90 +353,235 @@ def check_output(answer: Any, q: Any, k: Any, v: Any, allowed: Any = None) -> Ve
     return failed(question, mistake or _unknown("(T, d_v)", expected.shape, a.shape))
 
 
-LATER = "right for T = S = 5, d = 4, but not for T = 2, S = 6, d = 3, d_v = 4"
-BORROWED = ("your function calls my_attention, the lesson's finished head, which is what this exercise asks you to "
-            "write: build it from NumPy operations yourself (a softmax helper is fine)")
-# Widths the lesson's arrays have (q, k of section 1 and the Quick check): a scale copied from them
+BORROWED = ("your function calls {name}, a finished attention that does the work this exercise asks you to write: "
+            "build it from NumPy operations yourself (a softmax helper is fine)")
+# Widths the lesson's arrays have (q, k of section 1 and the exercises): a scale copied from them
 # is right only when the arguments happen to have that width.
 LESSON_WIDTHS = (4,)
+# Softmax helpers the exercise allows; any other attention-like name from a library is refused.
+ALLOWED_HELPERS = ("softmax", "my_softmax")
+NO_MASK = "with allowed=None every score became -inf (or NaN): apply the mask only when one is given (`if allowed is not None`)"
 
 
-def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats) -> str | None:
+def _names_read(function: Any) -> list[tuple[str, str, Any]]:
+    """``(kind, name, value)`` for every attribute (``kind`` "attr") and global (``"global"``) the
+    function's code reads, nested functions included; ``value`` is the global's object (or None)."""
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return []
+    namespace = dict(getattr(function, "__globals__", {}))
+    found: list[tuple[str, str, Any]] = []
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        for step in dis.get_instructions(current):
+            if step.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                found.append(("attr", str(step.argval), None))
+            elif step.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                found.append(("global", str(step.argval), namespace.get(step.argval)))
+        stack += [const for const in current.co_consts if isinstance(const, types.CodeType)]
+    return found
+
+
+def _borrowed(function: Any) -> str | None:
+    """The name of a finished attention the function calls (any library function whose name says
+    attention, or a private twin such as ``mha_numpy._attention``), or ``None``."""
+    own = getattr(function, "__name__", "")
+    for kind, name, value in _names_read(function):
+        if "attention" not in name.lower() or name == own:
+            continue
+        if kind == "attr":
+            return name
+        module = str(getattr(value, "__module__", "") or "")
+        if value is not None and not module.startswith("__main__"):
+            return name
+    return None
+
+
+def _reads_dot_t(function: Any) -> bool:
+    """Whether the function's code takes ``something.T`` (which reverses every axis of an array)."""
+    return any(kind == "attr" and name == "T" for kind, name, _ in _names_read(function))
+
+
+def _softmax_no_keepdims(x: Floats, kept: str) -> Floats:
+    """A softmax whose max (``kept`` "sum" or "neither") or sum (``kept`` "max" or "neither") drops
+    the reduced axis, so the ``(..., T)`` result lines up with the columns; ``"none"``: no max at all."""
+    with np.errstate(all="ignore"):
+        top = x.max(axis=-1, keepdims=kept in ("max", "sum"))
+        e = np.exp(x) if kept == "none" else np.exp(x - (top if kept != "sum" else x.max(axis=-1)))
+        out: Floats = e / e.sum(axis=-1, keepdims=kept == "sum")
+    return out
+
+
+def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, mask: Any, dot_t: bool) -> str | None:
     """The verdict on one returned ``(output, weights)`` pair: ``None`` if both are right."""
-    expected_out, expected_w = attention(q, k, v)
-    if same(out, expected_out) and same(w, expected_w):
+    expected_out, expected_w = attention(q, k, v, mask)
+    keep = np.ones(expected_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, expected_w.shape)
+    exact = bool((w[~keep] == 0).all()) if w.shape == expected_w.shape else True
+    if same(out, expected_out) and same(w, expected_w) and exact:
         return None
     if same(out, expected_w) and same(w, expected_out):
         return "you returned (weights, output); return the output first, then the weights"
-    d = q.shape[-1]
+    if w.shape == expected_w.shape and not exact and np.isfinite(w).all() and float(np.abs(w[~keep]).max()) < 1e-3:
+        return (f"the blocked positions get weights up to {float(np.abs(w[~keep]).max()):.1e}, not exactly 0: a "
+                "large negative score such as -20 only makes exp small. Use -inf")
+    d, d_v = q.shape[-1], v.shape[-1]
     raw = _unscaled(q, k)
+    T, S = raw.shape[-2:]
+
+    def soft(scores: Floats, axis: int = -1, blocked: Any = mask) -> Floats:
+        return softmax(scores if blocked is None else np.where(blocked, scores, -np.inf), axis=axis)
+
     weight_mistakes: list[tuple[Any, str]] = [
-        (lambda: softmax(raw), f"the weights have no scale: the scores must be divided by sqrt(d) = sqrt({d})"),
-        (lambda: softmax(raw / d), f"you divided the scores by d = {d} instead of sqrt(d)"),
-        (lambda: softmax(raw / math.sqrt(d), axis=-2),
+        (lambda: soft(raw), f"the weights have no scale: the scores must be divided by sqrt(d) = sqrt({d})"),
+        (lambda: soft(raw / d), f"you divided the scores by d = {d} instead of sqrt(d)"),
+        (lambda: soft(raw / math.sqrt(d_v)),
+         f"you scaled by sqrt(d_v) = sqrt({d_v}), the width of the values; the scale is sqrt(d), d = {d} the width "
+         "of q and k"),
+        (lambda: soft(raw / math.sqrt(d), axis=-2),
          "your softmax runs over the query axis: each column sums to 1; each query's row must sum to 1 (axis=-1)"),
-        (lambda: softmax(raw.T / math.sqrt(d)), "your scores are k @ q.T (a row per key); scores have a row per query"),
-        (lambda: softmax(raw.T), "your scores are k @ q.T (one row per key) and unscaled"),
-        (lambda: softmax(raw / math.sqrt(k.shape[0])), "you divided by sqrt(S), a length; the scale uses the width d"),
-        (lambda: softmax(raw / math.sqrt(q.shape[0])), "you divided by sqrt(T), a length; the scale uses the width d"),
-        *((lambda width=width: softmax(raw / math.sqrt(width)),
+        (lambda: soft(raw / math.sqrt(d), axis=0) if raw.ndim > 2 else None,
+         "your softmax runs over axis 0, which in a batch is the batch axis: the source axis is the last one (axis=-1)"),
+        (lambda: soft(np.swapaxes(raw, -1, -2) / math.sqrt(d), blocked=None if mask is None else np.swapaxes(
+            np.broadcast_to(mask, raw.shape), -1, -2)),
+         "your scores are k @ q.T (a row per key); scores have a row per query"),
+        (lambda: soft(raw / math.sqrt(S)), "you divided by sqrt(S), a length; the scale uses the width d"),
+        (lambda: soft(raw / math.sqrt(T)), "you divided by sqrt(T), a length; the scale uses the width d"),
+        (lambda: soft(raw / math.sqrt(q.shape[1])) if q.ndim > 2 else None,
+         f"you divided by sqrt(q.shape[1]) = sqrt({q.shape[1] if q.ndim > 1 else 0}): in a batch axis 1 is not the "
+         "width; read d from q.shape[-1]"),
+        (lambda: soft(raw / math.sqrt(k.shape[0])) if k.ndim > 2 else None,
+         "you divided by sqrt(k.shape[0]): in a batch axis 0 is the batch; read d from q.shape[-1]"),
+        *((lambda width=width: soft(raw / math.sqrt(width)),
            f"d hard-coded: you divided by sqrt({width}), the notebook's width, but these q and k have d = {d}: "
            "read d from q.shape[-1]") for width in LESSON_WIDTHS if width != d),
+        *((lambda kept=kept: _softmax_no_keepdims(np.where(keep, raw / math.sqrt(d), -np.inf), kept),
+           f"your softmax reduces without keepdims=True ({what}): a (..., T) array of row results lines up with the "
+           "last axis (the columns), so row t is not treated with its own max or sum. Keep the reduced axis")
+          for kept, what in (("none", "the sum"), ("max", "the sum"), ("sum", "the max"), ("neither", "max and sum"))),
     ]
-    if not same(w, expected_w):
-        return first_match(w, weight_mistakes) or f"the weights are wrong: expected shape (T, S) = {expected_w.shape}"
+    if dot_t and raw.ndim > 2:
+        reversed_k = np.transpose(k)  # what k.T gives: every axis reversed
+        weight_mistakes.insert(0, (lambda: soft(q @ reversed_k / math.sqrt(d)),
+                                   "k.T reverses EVERY axis of a batched array, so the scores mix sequences "
+                                   "(and heads): swap only the last two axes, np.swapaxes(k, -1, -2)"))
+    if mask is not None:
+        scaled = raw / math.sqrt(d)
+        weight_mistakes += [
+            (lambda: softmax(scaled), "the mask is ignored: the blocked positions still get weight"),
+            (lambda: softmax(scaled) * keep,
+             "you zeroed the blocked weights after the softmax, so the rows no longer sum to 1; mask the scores first"),
+            (lambda: softmax(np.where(keep, scaled, 0.0)),
+             "blocked scores set to 0 (or multiplied by the mask): exp(0) = 1 still gives them weight; use -inf"),
+            (lambda: softmax(np.where(keep, -np.inf, scaled)),
+             "inverted mask: each query attends exactly where it must not. True = may attend"),
+        ]
+    if not (same(w, expected_w) and exact):
+        mistake = first_match(w, weight_mistakes)
+        if mistake is None and dot_t and raw.ndim > 2:
+            mistake = ("k.T reverses EVERY axis of a batched array (not only the last two): swap only the last two "
+                       "axes, np.swapaxes(k, -1, -2)")
+        return mistake or f"the weights are wrong: {_unknown_weights(w, expected_w, _layout(raw.ndim, 'T, S'))}"
     output_mistake = first_match(out, [
         (expected_w, "your output is the weights: they are not applied to v yet"),
         (v, "your output is v itself: the weights are not applied to it"),
-        (lambda: expected_w.T @ v, "you used weights.T @ v; the weights are already (T, S)"),
+        (lambda: np.swapaxes(expected_w, -1, -2) @ v, "you used weights.T @ v; the weights are already (T, S)"),
         (lambda: raw / math.sqrt(d) @ v, "you mixed the values with the scores, not with the weights (after softmax)"),
+        (lambda: v.mean(axis=-2, keepdims=True) + 0 * expected_out,
+         "your output is the plain mean of the values: mix them with the weights"),
     ])
-    return output_mistake or f"weights right, output wrong: {_unknown('(T, d_v)', expected_out.shape, out.shape)}"
+    layout = _layout(expected_out.ndim, "T, d_v")
+    return output_mistake or f"weights right, output wrong: {_unknown(layout, expected_out.shape, out.shape)}"
+
+
+def _trials() -> list[tuple[str, Floats, Floats, Floats, Any]]:
+    """(what, q, k, v, allowed) for each try, from the easiest; the sizes are none the notebook holds
+    and differ from each other, so a size or an axis read from the wrong place shows."""
+    rng = np.random.default_rng(11)
+    padding = np.ones((2, 1, 5), dtype=bool)
+    padding[0, 0, 3:] = False  # sequence 0 has 2 padded positions, sequence 1 none
+    return [
+        ("2-D self-attention, T = S = 5, d = 4, d_v = 2, no mask",
+         rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), None),
+        ("2-D cross-attention, T = 2, S = 6, d = 3, d_v = 4, causal mask (2, 6)",
+         rng.normal(size=(2, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 4)), causal_mask(2, 6)),
+        ("a batch, q (B, T, d) = (2, 3, 6), k (2, 5, 6), v (2, 5, 2), padding mask (B, 1, S) = (2, 1, 5)",
+         rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6)), rng.normal(size=(2, 5, 2)), padding),
+        ("4-D heads, q, k, v (B, h, T, d) = (4, 4, 4, 4), causal mask (T, S) = (4, 4)",
+         rng.normal(size=(4, 4, 4, 4)), rng.normal(size=(4, 4, 4, 4)), rng.normal(size=(4, 4, 4, 4)),
+         causal_mask(4)),
+    ]
+
+
+def _raised(error_text: str, trial: int, dot_t: bool) -> str:
+    """A message for a function that raised on try ``trial`` (0-based)."""
+    if trial > 1 and dot_t:
+        return ("k.T reverses EVERY axis of a batched array (not only the last two), so the shapes no longer fit: "
+                f"swap only the last two axes, np.swapaxes(k, -1, -2). ({error_text})")
+    if trial == 1 and "positional argument" in error_text:
+        return f"add the optional mask parameter: attention(q, k, v, allowed=None). ({error_text})"
+    if trial == 0 and ("all -inf" in error_text or "NoneType" in error_text):
+        return f"{NO_MASK}. ({error_text})"
+    if trial > 1 and "axes don't match" in error_text:
+        return ("your transpose names every axis (e.g. transpose(0, 2, 1)), which fits one number of axes only: "
+                f"swap the last two with np.swapaxes(k, -1, -2). ({error_text})")
+    return f"your function raised {error_text}"
 
 
 def check_attention_function(function: Any) -> Verdict:
-    """Question "attention function": ``function(q, k, v) -> (output (T, d_v), weights (T, S))``,
-    written from the steps (not by calling a finished attention), tried on two sets of inputs:
-    self-attention ``T = S = 5, d = 4, d_v = 2``, then cross-attention ``T = 2, S = 6, d = 3, d_v = 4``.
+    """Question "attention function": ``function(q, k, v, allowed=None) -> (output (..., T, d_v),
+    weights (..., T, S))`` for ``q (..., T, d)``, ``k (..., S, d)``, ``v (..., S, d_v)`` with any
+    leading (batch, head) axes and an optional boolean mask broadcastable to ``(..., T, S)``,
+    written from the steps (not by calling a finished attention). Tried on `_trials`: 2-D without a
+    mask, 2-D with a causal mask, a batch with a padding mask, then 4-D heads whose sizes are all 4
+    (where ``k.T`` runs and gives wrong numbers).
 
-    Recognises: a call of a finished attention (the library's, refused by the shared `forbidden_call`,
-    or the lesson's ``my_attention``), one array instead of a pair, the pair swapped, no scale,
-    scaling by ``d``, ``sqrt(S)`` or ``sqrt(T)``, a width hard-coded from the notebook, the wrong
-    softmax axis, ``k @ q.T``, the weights not applied to ``v``, ``weights.T @ v``, and code that
-    works only for the first shapes.
+    Recognises: a call of any finished attention (the library's, its private ``_attention``, torch's),
+    one array instead of a pair, the pair swapped, no scale, scaling by ``d``, ``d_v``, ``sqrt(S)``,
+    ``sqrt(T)`` or an axis that is not the width in a batch, a width hard-coded from the notebook,
+    the softmax over the query or batch axis, a softmax without ``keepdims``, ``k @ q.T``, ``k.T``
+    on a batch, a transpose that names every axis, no mask parameter, a mask applied when none is
+    given, ignored, inverted, applied after the softmax, as 0 or as a finite fill such as -20, the
+    weights not applied to ``v``, ``weights.T @ v``.
     """
     question = "attention function"
-    refused = forbidden_call(question, function, "attention", "scaled_dot_product_attention")
-    if refused is not None:  # mha_numpy's attention or torch's
+    refused = forbidden_call(question, function, "attention", "_attention", "scaled_dot_product_attention")
+    if refused is not None:  # mha_numpy's attention or its private twin, or torch's
         return refused
-    if uses_name(function, "my_attention", home=None):  # the lesson's own finished head (not a library function)
-        return failed(question, BORROWED)
-    rng = np.random.default_rng(11)
-    problems = [
-        (rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))),
-        (rng.normal(size=(2, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 4))),
-    ]
-    for trial, (q, k, v) in enumerate(problems):
-        what = "the body: return (output, weights), shapes (T, d_v) and (T, S)"
-        result = function_answer(question, function, (q.copy(), k.copy(), v.copy()), what)
+    borrowed = _borrowed(function)
+    if borrowed is not None:
+        return failed(question, BORROWED.format(name=borrowed))
+    dot_t = _reads_dot_t(function)
+    passed_so_far = ""
+    for trial, (what, q, k, v, mask) in enumerate(_trials()):
+        args = (q.copy(), k.copy(), v.copy()) if mask is None else (q.copy(), k.copy(), v.copy(), mask.copy())
+        text = "the body: return (output, weights), shapes (..., T, d_v) and (..., T, S)"
+        with np.errstate(all="ignore"):
+            result = function_answer(question, function, args, text)
+        prefix = f"right for {passed_so_far}, but not for {what}: " if passed_so_far else f"for {what}: "
         if isinstance(result, Verdict):
-            return result if trial == 0 else failed(question, f"{LATER}: {result.message}")
+            if not result.answered or result.message.startswith("expected a function"):
+                return result
+            error = result.message.removeprefix("your function raised ")
+            return failed(question, prefix + _raised(error, trial, dot_t))
         if isinstance(result, (tuple, list)) and len(result) != 2:
             return failed(question, f"return a pair (output, weights); yours has {len(result)} items")
         if not isinstance(result, (tuple, list)):
-            alone = same(result, attention(q, k, v)[0])
+            alone = same(result, attention(q, k, v, mask)[0])
             return failed(question, "right output, but return the pair (output, weights)" if alone
                           else "return a pair (output, weights), not a single value")
         out = array_answer(question, result[0], "the output")
         w = array_answer(question, result[1], "the weights")
         if isinstance(out, Verdict) or isinstance(w, Verdict):
             return failed(question, "the pair must hold two arrays of numbers, (output, weights)")
-        mistake = _attention_mistake(out, w, q, k, v)
-        if mistake is not None and trial == 1:
-            mistake = f"{LATER}: {mistake}. Read sizes from the arguments, not from the notebook"
+        if trial == 0 and (np.isnan(w).all() or np.isnan(out).all()):
+            return failed(question, prefix + NO_MASK)
+        mistake = _attention_mistake(out, w, q, k, v, mask, dot_t)
         if mistake is not None:
-            return failed(question, mistake)
-    return passed(question, "scaled scores, softmax over the source axis, weights @ v: right for self and cross")
+            return failed(question, prefix + mistake)
+        passed_so_far = what.split(",")[0]
+    return passed(question, "scaled scores, softmax over the source axis, weights @ v: right without and with a "
+                            "mask, for 2-D arrays, a batch and a batch of heads")
 
 
 def check_cross_attention(answer: Any, asking: Any, read: Any, w_q: Any, w_k: Any, w_v: Any) -> Verdict:

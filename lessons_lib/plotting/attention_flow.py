@@ -2,7 +2,9 @@
 
 `plot_weights` draws a ``(T, S)`` weight matrix with the masked cells hatched; `flow_shapes` reads
 the shape of every stage of one head from the lesson's arrays and `plot_head_flow` draws those
-stages as boxes and arrows. Each ``plot_*`` function returns the figure.
+stages as boxes and arrows, naming the two streams as the lesson does: the ``target`` gives the
+queries, the ``source`` the keys and values (for self-attention both are the same array). Each
+``plot_*`` function returns the figure.
 """
 
 from __future__ import annotations
@@ -127,11 +129,11 @@ def flow_shapes(
 # between stages (from a side of one box to a side of another). Three columns: the inputs; Q, K and V;
 # then scores, weights and output stacked in the rows of Q, K and V, so the figure is 7.6 inches wide.
 _BOXES: dict[str, tuple[float, float, str]] = {
-    "x_query": (0.85, 2.85, "x (queries)"),
-    "x_source": (0.85, 1.2, "x (sources)"),
-    "Q": (3.75, 2.85, "Q = x W_q"),
-    "K": (3.75, 1.75, "K = x W_k"),
-    "V": (3.75, 0.55, "V = x W_v"),
+    "x_query": (0.85, 2.85, "target"),
+    "x_source": (0.85, 1.2, "source"),
+    "Q": (3.75, 2.85, "Q = target W_q"),
+    "K": (3.75, 1.75, "K = source W_k"),
+    "V": (3.75, 0.55, "V = source W_v"),
     "scores": (6.7, 2.85, "scores\nQ K^T / sqrt(d)"),
     "weights": (6.7, 1.75, "weights\nsoftmax over S"),
     "output": (6.7, 0.55, "output\nweights @ V"),

@@ -109,7 +109,31 @@ def test_scores_mistakes_have_their_own_messages(qkv: tuple[Floats, Floats, Floa
 def test_scores_blank_other_and_text(qkv: tuple[Floats, Floats, Floats]) -> None:
     q, k, _ = qkv
     assert_unanswered(check_scores(None, q, k), "replace None with", "scaled scores", "(3, 5)")
-    assert_not_yet(check_scores(q @ k.T / math.sqrt(d) + 1.0, q, k), "expected shape (T, S) = (3, 5)")
+    assert_not_yet(check_scores(q @ k.T / math.sqrt(d) + 1.0, q, k), "right shape (T, S) = (3, 5), wrong numbers")
+    assert_not_yet(check_scores(q @ k.T * 0.3, q, k), "right shape", "dot products times 0.3")
+    assert_not_yet(check_scores(np.ones((5, 5)), q, k), "expected shape (T, S) = (3, 5)")
+
+
+BATCH_SCORE_MISTAKES: list[tuple[Callable[[Floats, Floats], Any], list[str]]] = [
+    (lambda q, k: q @ np.swapaxes(k, -1, -2), ["forgot the scale"]),
+    (lambda q, k: q[0] @ k[0].T / math.sqrt(d), ["first sequence only", "(2, 3, 5)"]),
+    (lambda q, k: np.tensordot(q, k, axes=([-1], [-1])) / math.sqrt(d), ["every sequence's keys", "(B, T, B, S)"]),
+    (lambda q, k: np.tensordot(q, k, axes=([-1], [-1])), ["every sequence's keys", "forgot the scale"]),
+    (lambda q, k: q @ np.swapaxes(k, -1, -2) / math.sqrt(T), ["sqrt(T)", "q.shape[-1]"]),
+    (lambda q, k: k @ np.swapaxes(q, -1, -2) / math.sqrt(d), ["transposed"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), BATCH_SCORE_MISTAKES)
+def test_batched_scores(wrong: Callable[[Floats, Floats], Any], words: list[str]) -> None:
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(2, T, d)), rng.normal(size=(2, S, d))
+    right = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)
+    verdict = check_scores(right, q, k)
+    assert verdict.ok and "(B, T, S) = (2, 3, 5)" in verdict.message
+    assert check_scores(np.einsum("btd,bsd->bts", q, k) / 2, q, k).ok
+    assert check_scores(q @ k.transpose(0, 2, 1) / 2, q, k).ok
+    assert_not_yet(check_scores(wrong(q, k), q, k), *words)
     assert_not_yet(check_scores("scores", q, k), "array of numbers")
 
 
@@ -168,7 +192,7 @@ WEIGHT_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
     (lambda s: s / s.sum(axis=-1, keepdims=True), ["without exponentiating"]),
     (lambda s: np.exp(s), ["did not divide"]),
     (lambda s: s, ["scores themselves"]),
-    (lambda s: softmax(s, axis=-1) * 2.0, ["do not sum to 1"]),
+    (lambda s: softmax(s, axis=-1) * 2.0, ["right shape (T, S) = (3, 5)", "sum to 2 .. 2, not 1"]),
 ]
 
 
@@ -185,7 +209,10 @@ MASKED_WEIGHT_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
     (lambda s: _plain_softmax(_masked(s), axis=0), ["NaN", "query axis", "use axis=-1"]),
     (lambda s: softmax(_masked(s).ravel()).reshape(s.shape), ["whole matrix"]),
     (lambda s: np.exp(_masked(s)), ["did not divide"]),
-    (lambda s: softmax(_masked(s), axis=-1)[::-1], ["expected shape (T, S) = (3, 5)"]),
+    (lambda s: softmax(_masked(s), axis=-1)[::-1], ["right shape (T, S) = (3, 5), wrong numbers", "favour other"]),
+    (lambda s: softmax(np.where(KEEP, s, -20.0), axis=-1), ["not exactly 0", "-20"]),
+    (lambda s: softmax(np.where(KEEP, s, -14.0), axis=-1), ["not exactly 0"]),
+    (lambda s: softmax(np.where(KEEP, s, -12.0), axis=-1), ["not exactly 0"]),
 ]
 
 
@@ -200,6 +227,53 @@ def test_weight_mistakes_have_their_own_messages(scores: Floats) -> None:
     messages([check_weights(wrong(scores), scores) for wrong, _ in WEIGHT_MISTAKES])
     with np.errstate(all="ignore"):
         messages([check_weights(wrong(scores), scores, KEEP) for wrong, _ in MASKED_WEIGHT_MISTAKES])
+
+
+def test_weights_without_keepdims_on_square_scores() -> None:
+    square = np.random.default_rng(6).normal(size=(4, 4))
+    e = np.exp(square)
+    assert_not_yet(check_weights(e / e.sum(axis=-1), square), "without keepdims=True")
+    shifted = np.exp(square - square.max(axis=-1))
+    assert_not_yet(check_weights(shifted / shifted.sum(axis=-1), square), "keepdims=True")
+
+
+# A query with no allowed position (Your turn 4): its row must be zeros, the others as usual.
+EMPTY = np.array([KEEP, np.zeros(S, dtype=bool), KEEP])  # (T, S): query 1 may attend to nothing
+
+
+def _zeros_for_empty(s: Floats) -> Floats:
+    nothing = ~EMPTY.any(axis=-1, keepdims=True)
+    out: Floats = np.where(nothing, 0.0, softmax(np.where(nothing, 0.0, np.where(EMPTY, s, -np.inf)), axis=-1))
+    return out
+
+
+def test_empty_row_correct(scores: Floats) -> None:
+    verdict = check_weights(_zeros_for_empty(scores), scores, EMPTY)
+    assert verdict.ok and "row of zeros" in verdict.message
+    with np.errstate(all="ignore"):
+        renormalised = np.exp(scores) * EMPTY
+        by_sum = np.nan_to_num(renormalised / renormalised.sum(axis=-1, keepdims=True))
+    assert check_weights(by_sum, scores, EMPTY).ok
+
+
+EMPTY_ROW_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
+    (lambda s: _plain_softmax(np.where(EMPTY, s, -np.inf), axis=-1), ["no allowed position gets NaN", "zeros"]),
+    (lambda s: _plain_softmax(np.where(EMPTY, s, -1e9), axis=-1), ["equal weights 1/S = 1/5", "-1e9"]),
+    (lambda s: np.where(EMPTY.any(axis=-1, keepdims=True), _plain_softmax(np.where(EMPTY, s, -1e9), axis=-1), 0.5),
+     ["must be all zeros"]),
+    (lambda s: np.where(EMPTY.any(axis=-1, keepdims=True), _plain_softmax(np.where(EMPTY, s, -20.0), -1), 0.0),
+     ["not exactly 0"]),
+    (lambda s: softmax(s, axis=-1) * EMPTY, ["after the softmax"]),
+    (lambda s: softmax(s, axis=-1), ["mask is ignored"]),
+    (lambda s: np.zeros_like(s), ["right shape (T, S) = (3, 5), wrong numbers", "sum to 0"]),
+]
+
+
+@pytest.mark.parametrize(("wrong", "words"), EMPTY_ROW_MISTAKES)
+def test_empty_row_mistakes(scores: Floats, wrong: Callable[[Floats], Any], words: list[str]) -> None:
+    with np.errstate(all="ignore"):
+        answer = wrong(scores)
+    assert_not_yet(check_weights(answer, scores, EMPTY), *words)
 
 
 def test_weights_blank(scores: Floats) -> None:
@@ -296,7 +370,8 @@ def test_output_correct(qkv: tuple[Floats, Floats, Floats]) -> None:
         (lambda q, k, v, m: _naive(q, k, v, m, d), ["1/d instead of 1/sqrt(d)"]),
         (lambda q, k, v, m: _naive(q, k, v, None, math.sqrt(d)), ["mask was not applied"]),
         (lambda q, k, v, m: _naive(q, k, v, m, math.sqrt(d), axis=0), ["query axis"]),
-        (lambda q, k, v, m: v[:T], ["expected shape (T, d_v) = (3, 2)"]),
+        (lambda q, k, v, m: v[:T], ["right shape (T, d_v) = (3, 2), wrong numbers"]),
+        (lambda q, k, v, m: v, ["expected shape (T, d_v) = (3, 2)"]),
     ],
 )
 def test_output_recognises(
@@ -340,58 +415,117 @@ def test_output_accepts_torch_tensor_and_blank(qkv: tuple[Floats, Floats, Floats
 # ---- the attention function ----------------------------------------------------------------
 
 
-def blank(q: Floats, k: Floats, v: Floats) -> Any:
-    """q (T, d), k (S, d), v (S, d_v) -> (output (T, d_v), weights (T, S))."""
+def blank(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> Any:
+    """q (..., T, d), k (..., S, d), v (..., S, d_v), allowed (..., T, S) or None -> (output, weights)."""
     ...
 
 
-def right(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:
-    weights = softmax(q @ k.T / math.sqrt(q.shape[-1]), axis=-1)
+def _steps(q: Floats, k: Floats, allowed: Any, scale: float, axis: int = -1, fill: float = -np.inf,
+           swap: Callable[[Floats], Floats] = lambda k: np.swapaxes(k, -1, -2)) -> Floats:
+    """A learner's scores, mask and softmax, each step changeable."""
+    scores = q @ swap(k) / scale
+    if allowed is not None:
+        scores = np.where(allowed, scores, fill)
+    return _plain_softmax(scores, axis)
+
+
+def right(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    weights = _steps(q, k, allowed, math.sqrt(q.shape[-1]))
     return weights @ v, weights
 
 
-def right_torch(q: Floats, k: Floats, v: Floats) -> Any:
+def right_torch(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> Any:
     torch = pytest.importorskip("torch")
     tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
-    weights = torch.softmax(tq @ tk.T / math.sqrt(tq.shape[-1]), dim=-1)
+    scores = tq @ tk.transpose(-2, -1) / math.sqrt(tq.shape[-1])
+    if allowed is not None:
+        scores = scores.masked_fill(~torch.from_numpy(np.asarray(allowed)), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
     return weights @ tv, weights
 
 
-def _variant(scale: Callable[[Floats, Floats], float] = lambda q, k: math.sqrt(q.shape[-1]), axis: int = -1,
-             transposed: bool = False) -> Callable[[Floats, Floats, Floats], tuple[Any, Any]]:
-    def attention_with_a_bug(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:
-        raw = k @ q.T if transposed else q @ k.T
-        weights = softmax(raw / scale(q, k), axis=axis)
+def _variant(scale: Callable[[Floats, Floats, Floats], float] = lambda q, k, v: math.sqrt(q.shape[-1]),
+             axis: int = -1, fill: float = -np.inf, swap: Callable[[Floats], Floats] = lambda k: np.swapaxes(k, -1, -2),
+             ) -> Callable[..., tuple[Any, Any]]:
+    def attention_with_a_bug(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+        weights = _steps(q, k, allowed, scale(q, k, v), axis, fill, swap)
         return weights @ v, weights
 
     return attention_with_a_bug
 
 
-def _weights(q: Floats, k: Floats) -> Any:
-    return softmax(q @ k.T / math.sqrt(q.shape[-1]), axis=-1)
+def dot_t(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    scores = q @ k.T / math.sqrt(q.shape[-1])  # right for 2-D, wrong for a batch
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    weights = _plain_softmax(scores, -1)
+    return weights @ v, weights
+
+
+def three_arguments(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:
+    return right(q, k, v)
+
+
+def mask_always(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    scores = np.where(allowed, q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), -np.inf)  # no None test
+    weights = _plain_softmax(scores, -1)
+    return weights @ v, weights
+
+
+def mask_after(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    weights = _steps(q, k, None, math.sqrt(q.shape[-1]))
+    if allowed is not None:
+        weights = weights * allowed
+    return weights @ v, weights
+
+
+def no_keepdims(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1)
+    return weights @ v, weights
+
+
+def three_axes_only(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> tuple[Any, Any]:
+    weights = _steps(q, k, allowed, math.sqrt(q.shape[-1]), swap=lambda k: k.transpose(0, 2, 1) if k.ndim == 3
+                     else np.swapaxes(k, 0, 1) if k.ndim == 2 else k.transpose(0, 2, 1))
+    return weights @ v, weights
+
+
+def _pair(weights: Floats, v: Floats) -> Floats:
+    return weights @ v
 
 
 ATTENTION_MISTAKES: list[tuple[Callable[..., Any], list[str]]] = [
-    (_variant(scale=lambda q, k: 1.0), ["no scale"]),
-    (_variant(scale=lambda q, k: q.shape[-1]), ["divided the scores by d = 4"]),
-    (_variant(scale=lambda q, k: math.sqrt(k.shape[0])), ["sqrt(S)"]),
-    (_variant(axis=0), ["query axis"]),
-    (_variant(transposed=True), ["k @ q.T", "row per query"]),
-    (_variant(scale=lambda q, k: 2.0), ["right for T = S = 5", "not for T = 2, S = 6", "Read sizes from the"]),
-    (lambda q, k, v: (_weights(q, k), _weights(q, k)), ["not applied to v"]),
-    (lambda q, k, v: (_weights(q, k).T @ v, _weights(q, k)), ["weights.T @ v"]),
-    (lambda q, k, v: (q @ k.T / math.sqrt(q.shape[-1]) @ v, _weights(q, k)), ["with the scores"]),
-    (lambda q, k, v: (v, _weights(q, k)), ["v itself"]),
-    (lambda q, k, v: (_weights(q, k), _weights(q, k) @ v), ["returned (weights, output)"]),
-    (lambda q, k, v: _weights(q, k) @ v, ["right output", "pair"]),
-    (lambda q, k, v: _weights(q, k), ["not a single value"]),
-    (lambda q, k, v: (_weights(q, k) @ v, _weights(q, k), q), ["3 items"]),
-    (lambda q, k, v: ("output", _weights(q, k)), ["two arrays"]),
-    (lambda q, k, v: q[0, 10], ["raised IndexError"]),
-    (lambda q, k, v: {"forgot": _weights(q, k)}.clear(), ["returned None", "return"]),
-    (lambda q, k, v: attention(q, k, v), ["calls the library's attention", "asks you to write"]),
-    (lambda q, k, v: (v[: q.shape[0]], _weights(q, k)) if q.shape[0] == 2 else right(q, k, v),
-     ["right for T = S = 5", "weights right, output wrong"]),
+    (_variant(scale=lambda q, k, v: 1.0), ["2-D self-attention", "no scale"]),
+    (_variant(scale=lambda q, k, v: q.shape[-1]), ["divided the scores by d = 4"]),
+    (_variant(scale=lambda q, k, v: math.sqrt(v.shape[-1])), ["sqrt(d_v) = sqrt(2)"]),
+    (_variant(scale=lambda q, k, v: math.sqrt(k.shape[-2])), ["sqrt(S)"]),
+    (_variant(axis=-2), ["query axis"]),
+    (_variant(swap=lambda k: k), ["product does not fit", "(d, S)"]),
+    (_variant(scale=lambda q, k, v: 2.0), ["right for 2-D self-attention", "d hard-coded", "sqrt(4)"]),
+    (_variant(scale=lambda q, k, v: math.sqrt(q.shape[1])), ["right for 2-D cross-attention", "q.shape[1]"]),
+    (_variant(fill=-20.0), ["not exactly 0", "-20"]),
+    (_variant(fill=0.0), ["blocked scores set to 0"]),
+    (dot_t, ["right for 2-D cross-attention", "k.T reverses EVERY axis", "np.swapaxes(k, -1, -2)"]),
+    (three_arguments, ["add the optional mask parameter", "allowed=None"]),
+    (mask_always, ["with allowed=None every score became -inf"]),
+    (mask_after, ["zeroed the blocked weights after the softmax"]),
+    (no_keepdims, ["without keepdims=True"]),
+    (three_axes_only, ["right for a batch", "names every axis"]),
+    (lambda q, k, v, allowed=None: (right(q, k, v, allowed)[1], right(q, k, v, allowed)[1]), ["not applied to v"]),
+    (lambda q, k, v, allowed=None: (np.swapaxes(right(q, k, v, allowed)[1], -1, -2) @ v, right(q, k, v, allowed)[1]),
+     ["weights.T @ v"]),
+    (lambda q, k, v, allowed=None: (v, right(q, k, v, allowed)[1]), ["v itself"]),
+    (lambda q, k, v, allowed=None: right(q, k, v, allowed)[::-1], ["returned (weights, output)"]),
+    (lambda q, k, v, allowed=None: right(q, k, v, allowed)[0], ["right output", "pair"]),
+    (lambda q, k, v, allowed=None: right(q, k, v, allowed)[1], ["not a single value"]),
+    (lambda q, k, v, allowed=None: (*right(q, k, v, allowed), q), ["3 items"]),
+    (lambda q, k, v, allowed=None: ("output", right(q, k, v, allowed)[1]), ["two arrays"]),
+    (lambda q, k, v, allowed=None: q[0, 10], ["raised IndexError"]),
+    (lambda q, k, v, allowed=None: {"forgot": q}.clear(), ["returned None", "return"]),
+    (lambda q, k, v, allowed=None: attention(q, k, v, allowed), ["calls the library's attention", "asks you to write"]),
+    (lambda q, k, v, allowed=None: mha_numpy._attention(q, k, v, allowed), ["calls the library's _attention"]),
 ]
 
 
@@ -399,6 +533,11 @@ def test_attention_function_correct() -> None:
     verdict = check_attention_function(right)
     assert verdict.ok and repr(verdict).startswith("[attention function] correct: ")
     assert check_attention_function(right_torch).ok
+    assert check_attention_function(_variant(fill=-1e9)).ok  # exp(-1e9) is exactly 0
+    assert check_attention_function(_variant(swap=lambda k: np.moveaxis(k, -1, -2))).ok
+    assert check_attention_function(
+        lambda q, k, v, allowed=None: (lambda w: (w @ v, w))(_steps(q, k, allowed, k.shape[-1] ** 0.5))
+    ).ok
 
 
 def test_attention_function_blank() -> None:
@@ -416,18 +555,24 @@ def test_attention_function_messages_differ() -> None:
 
 
 def test_attention_function_borrowed_through_the_module() -> None:
-    verdict = check_attention_function(lambda q, k, v: mha_numpy.attention(q, k, v))
+    verdict = check_attention_function(lambda q, k, v, allowed=None: mha_numpy.attention(q, k, v, allowed))
     assert_not_yet(verdict, "calls the library's attention")
 
 
-def test_attention_function_refuses_the_lessons_own_head() -> None:
-    def my_attention(q: Floats, k: Floats, v: Floats) -> tuple[Any, Any]:  # the lesson's, as in section 1
-        return mha_numpy.attention(q, k, v)
+def test_attention_function_refuses_any_finished_attention() -> None:
+    torch = pytest.importorskip("torch")
+    functional = torch.nn.functional
 
-    def learner(q: Floats, k: Floats, v: Floats) -> tuple[Floats, Floats]:
-        return my_attention(q, k, v)
+    def through_torch(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> Any:
+        return functional.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))
 
-    assert_not_yet(check_attention_function(learner), "calls my_attention", "finished head")
+    assert_not_yet(check_attention_function(through_torch), "scaled_dot_product_attention")
+    from lessons_lib import efficient
+
+    def through_tiles(q: Floats, k: Floats, v: Floats, allowed: Any = None) -> Any:
+        return efficient.tiled_attention(q, k, v, allowed)
+
+    assert_not_yet(check_attention_function(through_tiles), "tiled_attention", "finished attention")
 
 
 def test_attention_function_not_a_function() -> None:

@@ -1,7 +1,9 @@
 """Typical mistakes in lesson 01 (One head) and the diagnosis each must get.
 
-The Quick check's inputs are rebuilt as the notebook builds them (``quiz_rng``, seed 7); section 1's
-``q`` and ``k`` (seed 0) stand for the arrays of another section a learner may pick up by mistake.
+The exercises' inputs are rebuilt as the notebook builds them (``quiz_rng``, seed 7, once for Your
+turn 1 and once for Your turn 4); section 1's ``q`` and ``k`` (seed 0) stand for the arrays of another
+section a learner may pick up by mistake. Your turn 3 is a function: each row is a learner's
+``attention(q, k, v, allowed=None)`` with one mistake.
 """
 
 from __future__ import annotations
@@ -16,21 +18,22 @@ from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnose
 from lessons_lib import mha_numpy
 from lessons_lib.checks import one_head as checks
 
+# Your turn 1: a batch of B = 2 sequences, T = 3 queries, S = 5 keys of width d = 4
 quiz_rng = np.random.default_rng(7)
-T, S, d = 3, 5, 4
-qc = quiz_rng.normal(size=(T, d))
-kc = quiz_rng.normal(size=(S, d))
-scores_c = quiz_rng.normal(size=(T, S))
-keep = np.array([True, True, True, True, False])
+B, T, S, d = 2, 3, 5, 4
+qc = quiz_rng.normal(size=(B, T, d))
+kc = quiz_rng.normal(size=(B, S, d))
+raw = qc @ np.swapaxes(kc, -1, -2)
 section_rng = np.random.default_rng(0)
 q_section_1 = section_rng.normal(size=(3, 4))  # section 1's q (T = 3, d = 4) and k (S = 4)
 k_section_1 = section_rng.normal(size=(4, 4))
-stream_rng = np.random.default_rng(1)
-w_q, w_k, w_v = (stream_rng.normal(size=(4, 4)) / 2 for _ in range(3))
-source, target = stream_rng.normal(size=(5, 4)), stream_rng.normal(size=(3, 4))
-
-raw = qc @ kc.T
-blocked = np.where(keep, scores_c, -np.inf)
+# Your turn 4: scores of T = 3 queries over S = 5 positions; the last is padding, query 1 sees nothing
+quiz_rng = np.random.default_rng(7)
+scores_c = quiz_rng.normal(size=(T, S))
+allowed_c = np.array([True, True, True, True, False]) & np.ones((T, 1), dtype=bool)
+allowed_c[1] = False
+nothing = ~allowed_c.any(axis=-1, keepdims=True)
+blocked = np.where(allowed_c, scores_c, -np.inf)
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
@@ -48,53 +51,76 @@ def mask(answer: Any) -> Any:
 
 
 def weights(answer: Any) -> Any:
-    return lambda: checks.check_weights(answer, scores_c, keep)
+    return lambda: checks.check_weights(answer, scores_c, allowed_c)
 
 
 def function(answer: Any) -> Any:
     return lambda: checks.check_attention_function(answer)
 
 
-def cross(answer: Any) -> Any:
-    return lambda: checks.check_cross_attention(answer, source, target, w_q, w_k, w_v)
+def head(scale: Any = None, axis: int = -1, order: str = "out, w", fill: float = -np.inf, transpose: Any = None,
+         masked: str = "before") -> Any:
+    """A learner's attention(q, k, v, allowed=None): right by default, or with one mistake."""
 
-
-def head(scale: Any = None, axis: int = -1, order: str = "out, w") -> Any:
-    """A learner's attention(q, k, v): right by default, or with one mistake."""
-
-    def attention(q: Any, k: Any, v: Any) -> Any:
-        factor = math.sqrt(q.shape[-1]) if scale is None else scale(q, k)
-        w = softmax(q @ k.T / factor, axis=axis)
+    def attention(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+        factor = math.sqrt(q.shape[-1]) if scale is None else scale(q, k, v)
+        turned = np.swapaxes(k, -1, -2) if transpose is None else transpose(k)
+        s = q @ turned / factor
+        if allowed is not None and masked == "before":
+            s = np.where(allowed, s, fill)
+        w = softmax(s, axis=axis)
+        if allowed is not None and masked == "after":
+            w = w * allowed
         return (w @ v, w) if order == "out, w" else (w, w @ v) if order == "w, out" else w @ v
 
     return attention
 
 
-def calls_the_library(q: Any, k: Any, v: Any) -> Any:
-    return mha_numpy.attention(q, k, v)
+def calls_the_library(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    return mha_numpy.attention(q, k, v, allowed)
 
 
-def my_attention(q: Any, k: Any, v: Any) -> Any:  # stands for the lesson's section 1 function
-    w = softmax(q @ k.T / math.sqrt(q.shape[-1]))
+def calls_the_private_twin(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    return mha_numpy._attention(q, k, v, allowed)
+
+
+def no_mask_parameter(q: Any, k: Any, v: Any) -> Any:
+    return head()(q, k, v)
+
+
+def mask_even_when_none(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = np.where(allowed, q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), -np.inf)
+    w = softmax(s)
     return w @ v, w
 
 
-def calls_my_attention(q: Any, k: Any, v: Any) -> Any:
-    return my_attention(q, k, v)
+def sum_without_keepdims(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1)
+    return w @ v, w
 
 
 ones = np.ones((T, S), dtype=bool)
 right_mask = np.tril(ones, k=S - T)
+right_weights = np.where(nothing, 0.0, mha_numpy.softmax(np.where(nothing, 0.0, blocked), axis=-1))
 
 MISTAKES: list[Mistake] = [
-    # Your turn 1: scores
+    # Your turn 1: scores of a batch
     Mistake("01 YT1 scores", "no scale", scores(raw), "forgot the scale"),
     Mistake("01 YT1 scores", "divided by d", scores(raw / d), "divided by d = 4"),
     Mistake("01 YT1 scores", "multiplied by sqrt(d)", scores(raw * 2), "multiplied by sqrt(d)"),
-    Mistake("01 YT1 scores", "k @ q.T", scores(raw.T / 2), "transposed"),
+    Mistake("01 YT1 scores", "k @ q^T", scores(np.swapaxes(raw, -1, -2) / 2), "transposed"),
     Mistake("01 YT1 scores", "divided by sqrt(S)", scores(raw / math.sqrt(S)), "sqrt(S), a length"),
+    Mistake("01 YT1 scores", "divided by sqrt(qc.shape[1]) = sqrt(T)", scores(raw / math.sqrt(T)), "q.shape[-1]"),
+    Mistake("01 YT1 scores", "the first sequence only", scores(qc[0] @ kc[0].T / 2), "first sequence only"),
+    Mistake("01 YT1 scores", "np.tensordot: every sequence against every other",
+            scores(np.tensordot(qc, kc, axes=([-1], [-1])) / 2), "every sequence's keys"),
     Mistake("01 YT1 scores", "section 1's q and k instead of qc and kc",
-            scores(q_section_1 @ k_section_1.T / 2), "scores of other arrays"),
+            scores(q_section_1 @ k_section_1.T / 2), "expected shape (B, T, S)"),
+    Mistake("01 YT1 scores", "scaled by 0.3 (a typo in the scale)", scores(raw * 0.3), "dot products times 0.3"),
     # Your turn 2: causal mask with T < S
     Mistake("01 YT2 mask", "top-left triangle, no offset", mask(np.tril(ones)), "ignores the offset"),
     Mistake("01 YT2 mask", "True = blocked", mask(~right_mask), "inverted convention"),
@@ -104,59 +130,82 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT2 mask", "an additive 0 / -inf mask", mask(np.where(right_mask, 0.0, -np.inf)), "additive mask"),
     Mistake("01 YT2 mask", "shape (S, T)", mask(right_mask.T), "rows are queries"),
     Mistake("01 YT2 mask", "everything allowed", mask(ones), "nothing is masked"),
-    # Your turn 3: weights with padding
-    Mistake("01 YT3 weights", "mask ignored", weights(softmax(scores_c)), "mask is ignored"),
-    Mistake("01 YT3 weights", "blocked weights zeroed after the softmax", weights(softmax(scores_c) * keep),
-            "after the softmax"),
-    Mistake("01 YT3 weights", "blocked scores set to 0", weights(softmax(np.where(keep, scores_c, 0.0))),
-            "exp(0) = 1"),
-    Mistake("01 YT3 weights", "mask inverted", weights(softmax(np.where(keep, -np.inf, scores_c))), "inverted mask"),
-    Mistake("01 YT3 weights", "softmax over the queries (NaN)", weights(softmax(blocked, axis=0)), "query axis"),
-    Mistake("01 YT3 weights", "padded column dropped", weights(softmax(scores_c[:, keep])),
-            "dropped the blocked positions"),
-    Mistake("01 YT3 weights", "whole matrix normalised at once",
-            weights(softmax(blocked.ravel()).reshape(T, S)), "whole matrix at once"),
-    Mistake("01 YT3 weights", "exp without the division", weights(np.exp(blocked)), "did not divide"),
-    # Your turn 4: one head as a function
-    Mistake("01 YT4 attention function", "calls mha_numpy.attention", function(calls_the_library),
+    Mistake("01 YT2 mask", "upper triangle with the offset, True = blocked", mask(np.triu(ones, k=1)), "two things"),
+    # Your turn 3: the batched, masked head
+    Mistake("01 YT3 attention function", "calls mha_numpy.attention", function(calls_the_library),
             "calls the library's attention"),
-    Mistake("01 YT4 attention function", "calls the lesson's my_attention", function(calls_my_attention),
-            "calls my_attention"),
-    Mistake("01 YT4 attention function", "no scale", function(head(scale=lambda q, k: 1.0)), "no scale"),
-    Mistake("01 YT4 attention function", "sqrt(4), the notebook's d, hard-coded",
-            function(head(scale=lambda q, k: 2.0)), "d hard-coded"),
-    Mistake("01 YT4 attention function", "scaled by sqrt(S)", function(head(scale=lambda q, k: math.sqrt(len(k)))),
-            "sqrt(S), a length"),
-    Mistake("01 YT4 attention function", "softmax over the queries", function(head(axis=0)), "query axis"),
-    Mistake("01 YT4 attention function", "returns (weights, output)", function(head(order="w, out")),
+    Mistake("01 YT3 attention function", "calls mha_numpy._attention (the private twin)",
+            function(calls_the_private_twin), "calls the library's _attention"),
+    Mistake("01 YT3 attention function", "no scale", function(head(scale=lambda q, k, v: 1.0)), "no scale"),
+    Mistake("01 YT3 attention function", "sqrt(4), the notebook's d, hard-coded",
+            function(head(scale=lambda q, k, v: 2.0)), "d hard-coded"),
+    Mistake("01 YT3 attention function", "scaled by sqrt(S)",
+            function(head(scale=lambda q, k, v: math.sqrt(k.shape[-2]))), "sqrt(S), a length"),
+    Mistake("01 YT3 attention function", "scaled by sqrt(d_v)",
+            function(head(scale=lambda q, k, v: math.sqrt(v.shape[-1]))), "sqrt(d_v)"),
+    Mistake("01 YT3 attention function", "d read from q.shape[1]",
+            function(head(scale=lambda q, k, v: math.sqrt(q.shape[1]))), "q.shape[1]"),
+    Mistake("01 YT3 attention function", "softmax over the queries", function(head(axis=-2)), "query axis"),
+    Mistake("01 YT3 attention function", "softmax sums without keepdims", function(sum_without_keepdims),
+            "without keepdims=True"),
+    Mistake("01 YT3 attention function", "k.T on a batch", function(head(transpose=lambda k: k.T)),
+            "k.T reverses EVERY axis"),
+    Mistake("01 YT3 attention function", "transpose(0, 2, 1): three axes only",
+            function(head(transpose=lambda k: k.T if k.ndim == 2 else k.transpose(0, 2, 1))), "names every axis"),
+    Mistake("01 YT3 attention function", "no allowed parameter", function(no_mask_parameter),
+            "add the optional mask parameter"),
+    Mistake("01 YT3 attention function", "mask applied when None", function(mask_even_when_none),
+            "apply the mask only when one is given"),
+    Mistake("01 YT3 attention function", "blocked scores -20", function(head(fill=-20.0)), "not exactly 0"),
+    Mistake("01 YT3 attention function", "blocked scores 0", function(head(fill=0.0)), "blocked scores set to 0"),
+    Mistake("01 YT3 attention function", "mask applied after the softmax", function(head(masked="after")),
+            "after the softmax"),
+    Mistake("01 YT3 attention function", "mask ignored", function(head(masked="never")), "mask is ignored"),
+    Mistake("01 YT3 attention function", "returns (weights, output)", function(head(order="w, out")),
             "returned (weights, output)"),
-    Mistake("01 YT4 attention function", "returns the output only", function(head(order="out")), "right output"),
-    # Your turn 5: cross-attention the other way round
-    Mistake("01 YT5 cross-attention", "the same direction as section 4",
-            cross(mha_numpy.attention(target @ w_q, source @ w_k, source @ w_v)[0]), "other direction"),
-    Mistake("01 YT5 cross-attention", "self-attention of source",
-            cross(mha_numpy.attention(source @ w_q, source @ w_k, source @ w_v)[0]), "self-attention of the asking"),
-    Mistake("01 YT5 cross-attention", "no projections", cross(mha_numpy.attention(source, target, target)[0]),
-            "skipped the projections"),
-    Mistake("01 YT5 cross-attention", "the weights instead of the output",
-            cross(mha_numpy.attention(source @ w_q, target @ w_k, target @ w_v)[1]), "attention weights"),
-    Mistake("01 YT5 cross-attention", "values from the asking stream (shapes do not fit)",
-            cross(np.zeros((5, 3))), "one row per query", named=False),
+    Mistake("01 YT3 attention function", "returns the output only", function(head(order="out")), "right output"),
+    # Your turn 4: a query with no allowed position gets zeros
+    Mistake("01 YT4 weights", "-inf and a plain softmax: NaN row", weights(softmax(blocked)), "gets NaN"),
+    Mistake("01 YT4 weights", "-1e9 instead of -inf: uniform row",
+            weights(softmax(np.where(allowed_c, scores_c, -1e9))), "equal weights 1/S"),
+    Mistake("01 YT4 weights", "-20 and the empty row zeroed",
+            weights(np.where(nothing, 0.0, softmax(np.where(allowed_c, scores_c, -20.0)))), "not exactly 0"),
+    Mistake("01 YT4 weights", "mask ignored", weights(softmax(scores_c)), "mask is ignored"),
+    Mistake("01 YT4 weights", "weights zeroed after the softmax", weights(softmax(scores_c) * allowed_c),
+            "after the softmax"),
+    Mistake("01 YT4 weights", "blocked scores set to 0", weights(softmax(np.where(allowed_c, scores_c, 0.0))),
+            "exp(0) = 1"),
+    Mistake("01 YT4 weights", "mask inverted",
+            weights(np.where(allowed_c.all(axis=-1, keepdims=True), 0.0,
+                             softmax(np.where(allowed_c, -np.inf, scores_c)))), "inverted mask"),
+    Mistake("01 YT4 weights", "the empty row left uniform (1/S)",
+            weights(np.where(nothing, 1.0 / S, right_weights)), "equal weights 1/S"),
+    Mistake("01 YT4 weights", "the empty row given something else",
+            weights(np.where(nothing, 0.3, right_weights)), "must be all zeros"),
+    Mistake("01 YT4 weights", "all zeros", weights(np.zeros((T, S))), "sum to 0"),
+    Mistake("01 YT4 weights", "softmax over the queries", weights(softmax(np.where(allowed_c, scores_c, -1e9), 0)),
+            "right shape (T, S) = (3, 5), wrong numbers", named=False),
 ]
 
 RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT1 scores", "float32", scores((raw / 2).astype(np.float32))),
     RightAnswer("01 YT1 scores", "nested lists", scores((raw / 2).tolist())),
-    RightAnswer("01 YT1 scores", "np.dot and d ** 0.5", scores(np.dot(qc, kc.T) / d**0.5)),
+    RightAnswer("01 YT1 scores", "einsum", scores(np.einsum("btd,bsd->bts", qc, kc) / d**0.5)),
+    RightAnswer("01 YT1 scores", "transpose(0, 2, 1)", scores(qc @ kc.transpose(0, 2, 1) / math.sqrt(d))),
+    RightAnswer("01 YT1 scores", "np.matmul and a loop stacked",
+                scores(np.stack([qc[b] @ kc[b].T for b in range(B)]) / 2)),
     RightAnswer("01 YT2 mask", "comparing positions", mask(np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None])),
     RightAnswer("01 YT2 mask", "np.tri", mask(np.tri(T, S, S - T, dtype=bool))),
-    RightAnswer("01 YT2 mask", "the library's mask", mask(mha_numpy.causal_mask(T, S))),
-    RightAnswer("01 YT3 weights", "-inf then softmax", weights(softmax(blocked))),
-    RightAnswer("01 YT3 weights", "-1e9 then softmax", weights(softmax(np.where(keep, scores_c, -1e9)))),
-    RightAnswer("01 YT4 attention function", "the three steps", function(head())),
-    RightAnswer("01 YT4 attention function", "d from k's shape", function(head(scale=lambda q, k: k.shape[-1] ** 0.5))),
-    RightAnswer("01 YT5 cross-attention", "source reads target",
-                cross(mha_numpy.attention(source @ w_q, target @ w_k, target @ w_v)[0])),
+    RightAnswer("01 YT2 mask", "np.tril with k = S - T", mask(np.tril(ones, k=S - T))),
+    RightAnswer("01 YT3 attention function", "the three steps", function(head())),
+    RightAnswer("01 YT3 attention function", "d from k's shape",
+                function(head(scale=lambda q, k, v: k.shape[-1] ** 0.5))),
+    RightAnswer("01 YT3 attention function", "-1e9 fill (exp gives exactly 0)", function(head(fill=-1e9))),
+    RightAnswer("01 YT3 attention function", "np.moveaxis", function(head(transpose=lambda k: np.moveaxis(k, -1, -2)))),
+    RightAnswer("01 YT4 weights", "zeros for the empty row", weights(right_weights)),
+    RightAnswer("01 YT4 weights", "renormalised, NaN turned into 0", weights(np.nan_to_num(
+        softmax(scores_c) * allowed_c / (softmax(scores_c) * allowed_c).sum(axis=-1, keepdims=True)))),
+    RightAnswer("01 YT4 weights", "float32", weights(right_weights.astype(np.float32))),
 ]
 
 

@@ -31,7 +31,6 @@ from lessons_lib.checks import (
     reference_array,
     reference_mask,
     same,
-    uses_name,
 )
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
@@ -175,7 +174,8 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
     if same(a, expected) and blocked_ok:
         blocked = "" if mask is None else "; blocked positions get weight exactly 0"
         nothing = "; a query with no allowed position gets a row of zeros" if empty.any() else ""
-        return passed(question, f"softmax over the source axis (axis=-1): every query's row sums to 1{blocked}{nothing}")
+        each = "every query's row sums to 1"
+        return passed(question, f"softmax over the source axis (axis=-1): {each}{blocked}{nothing}")
     if a.shape == sf.shape and not blocked_ok and np.isfinite(a).all():
         biggest = float(np.abs(a[~keep]).max())
         if biggest < 1e-3:
@@ -187,7 +187,7 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
         if np.isnan(rows).any() and same(np.nan_to_num(a[~empty]), expected[~empty]):
             return failed(question, "right for every query that may attend somewhere, but a query with no allowed "
                                     "position gets NaN (exp(-inf - (-inf))): give that row zeros")
-        if same(rows, np.full(rows.shape, 1.0 / sf.shape[-1])):
+        if same(rows, np.full(rows.shape, 1.0 / sf.shape[-1])) and same(a[~empty], expected[~empty]):
             return failed(question, f"a query with no allowed position gets equal weights 1/S = 1/{sf.shape[-1]} "
                                     "(what a finite fill such as -1e9 gives when every score of the row is blocked): "
                                     "it then attends to positions it must not. Give that row zeros")
@@ -358,9 +358,8 @@ BORROWED = ("your function calls {name}, a finished attention that does the work
 # Widths the lesson's arrays have (q, k of section 1 and the exercises): a scale copied from them
 # is right only when the arguments happen to have that width.
 LESSON_WIDTHS = (4,)
-# Softmax helpers the exercise allows; any other attention-like name from a library is refused.
-ALLOWED_HELPERS = ("softmax", "my_softmax")
-NO_MASK = "with allowed=None every score became -inf (or NaN): apply the mask only when one is given (`if allowed is not None`)"
+NO_MASK = ("with allowed=None every score became -inf (or NaN): apply the mask only when one is given "
+           "(`if allowed is not None`)")
 
 
 def _names_read(function: Any) -> list[tuple[str, str, Any]]:
@@ -372,6 +371,13 @@ def _names_read(function: Any) -> list[tuple[str, str, Any]]:
     namespace = dict(getattr(function, "__globals__", {}))
     found: list[tuple[str, str, Any]] = []
     stack = [code]
+    for cell in getattr(function, "__closure__", None) or ():  # helpers the function closes over
+        try:
+            inner = getattr(cell.cell_contents, "__code__", None)
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(inner, types.CodeType):
+            stack.append(inner)
     while stack:
         current = stack.pop()
         for step in dis.get_instructions(current):
@@ -415,7 +421,7 @@ def _softmax_no_keepdims(x: Floats, kept: str) -> Floats:
 
 def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, mask: Any, dot_t: bool) -> str | None:
     """The verdict on one returned ``(output, weights)`` pair: ``None`` if both are right."""
-    expected_out, expected_w = attention(q, k, v, mask)
+    expected_out, expected_w = (np.asarray(x, dtype=np.float64) for x in attention(q, k, v, mask))
     keep = np.ones(expected_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, expected_w.shape)
     exact = bool((w[~keep] == 0).all()) if w.shape == expected_w.shape else True
     if same(out, expected_out) and same(w, expected_w) and exact:
@@ -430,7 +436,8 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
     T, S = raw.shape[-2:]
 
     def soft(scores: Floats, axis: int = -1, blocked: Any = mask) -> Floats:
-        return softmax(scores if blocked is None else np.where(blocked, scores, -np.inf), axis=axis)
+        weights = softmax(scores if blocked is None else np.where(blocked, scores, -np.inf), axis=axis)
+        return np.asarray(weights, dtype=np.float64)
 
     weight_mistakes: list[tuple[Any, str]] = [
         (lambda: soft(raw), f"the weights have no scale: the scores must be divided by sqrt(d) = sqrt({d})"),
@@ -441,15 +448,16 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
         (lambda: soft(raw / math.sqrt(d), axis=-2),
          "your softmax runs over the query axis: each column sums to 1; each query's row must sum to 1 (axis=-1)"),
         (lambda: soft(raw / math.sqrt(d), axis=0) if raw.ndim > 2 else None,
-         "your softmax runs over axis 0, which in a batch is the batch axis: the source axis is the last one (axis=-1)"),
+         "your softmax runs over axis 0, which in a batch is the batch axis: the source axis is the last one "
+         "(axis=-1)"),
         (lambda: soft(np.swapaxes(raw, -1, -2) / math.sqrt(d), blocked=None if mask is None else np.swapaxes(
             np.broadcast_to(mask, raw.shape), -1, -2)),
          "your scores are k @ q.T (a row per key); scores have a row per query"),
         (lambda: soft(raw / math.sqrt(S)), "you divided by sqrt(S), a length; the scale uses the width d"),
-        (lambda: soft(raw / math.sqrt(T)), "you divided by sqrt(T), a length; the scale uses the width d"),
         (lambda: soft(raw / math.sqrt(q.shape[1])) if q.ndim > 2 else None,
          f"you divided by sqrt(q.shape[1]) = sqrt({q.shape[1] if q.ndim > 1 else 0}): in a batch axis 1 is not the "
          "width; read d from q.shape[-1]"),
+        (lambda: soft(raw / math.sqrt(T)), "you divided by sqrt(T), a length; the scale uses the width d"),
         (lambda: soft(raw / math.sqrt(k.shape[0])) if k.ndim > 2 else None,
          "you divided by sqrt(k.shape[0]): in a batch axis 0 is the batch; read d from q.shape[-1]"),
         *((lambda width=width: soft(raw / math.sqrt(width)),
@@ -503,8 +511,8 @@ def _trials() -> list[tuple[str, Floats, Floats, Floats, Any]]:
     return [
         ("2-D self-attention, T = S = 5, d = 4, d_v = 2, no mask",
          rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), None),
-        ("2-D cross-attention, T = 2, S = 6, d = 3, d_v = 4, causal mask (2, 6)",
-         rng.normal(size=(2, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 4)), causal_mask(2, 6)),
+        ("2-D cross-attention, T = 2, S = 6, d = 3, d_v = 5, causal mask (2, 6)",
+         rng.normal(size=(2, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 5)), causal_mask(2, 6)),
         ("a batch, q (B, T, d) = (2, 3, 6), k (2, 5, 6), v (2, 5, 2), padding mask (B, 1, S) = (2, 1, 5)",
          rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6)), rng.normal(size=(2, 5, 2)), padding),
         ("4-D heads, q, k, v (B, h, T, d) = (4, 4, 4, 4), causal mask (T, S) = (4, 4)",
@@ -515,16 +523,22 @@ def _trials() -> list[tuple[str, Floats, Floats, Floats, Any]]:
 
 def _raised(error_text: str, trial: int, dot_t: bool) -> str:
     """A message for a function that raised on try ``trial`` (0-based)."""
+    if trial > 1 and "axes don't match" in error_text:
+        return ("your transpose names every axis (e.g. transpose(0, 2, 1)), which fits one number of axes only: "
+                f"swap the last two with np.swapaxes(k, -1, -2). ({error_text})")
     if trial > 1 and dot_t:
         return ("k.T reverses EVERY axis of a batched array (not only the last two), so the shapes no longer fit: "
                 f"swap only the last two axes, np.swapaxes(k, -1, -2). ({error_text})")
     if trial == 1 and "positional argument" in error_text:
         return f"add the optional mask parameter: attention(q, k, v, allowed=None). ({error_text})"
+    if trial == 0 and "matmul" in error_text:
+        return ("the scores' product does not fit: q is (T, d) and k is (S, d), so k must be turned into (d, S) "
+                f"before q @ ... ({error_text})")
     if trial == 0 and ("all -inf" in error_text or "NoneType" in error_text):
         return f"{NO_MASK}. ({error_text})"
-    if trial > 1 and "axes don't match" in error_text:
-        return ("your transpose names every axis (e.g. transpose(0, 2, 1)), which fits one number of axes only: "
-                f"swap the last two with np.swapaxes(k, -1, -2). ({error_text})")
+    if trial > 1 and "matmul" in error_text:
+        return ("the shapes stop fitting once there is a batch axis: did you reverse every axis of k (k.T, "
+                f"np.transpose(k))? Swap only the last two, np.swapaxes(k, -1, -2). ({error_text})")
     return f"your function raised {error_text}"
 
 

@@ -103,6 +103,34 @@ def sum_without_keepdims(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
     return w @ v, w
 
 
+def index_mask(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if allowed is not None:
+        s[~allowed] = -np.inf  # right when the mask has the scores' shape, an IndexError otherwise
+    w = softmax(s)
+    return w @ v, w
+
+
+def times_inf(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if allowed is not None:
+        with np.errstate(invalid="ignore"):
+            s = s + (~allowed) * -np.inf  # 0 * -inf is NaN for every allowed entry
+    w = softmax(s)
+    return w @ v, w
+
+
+def log_of_mask(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if allowed is not None:
+        with np.errstate(divide="ignore"):
+            s = s + np.log(allowed)  # log(1) = 0, log(0) = -inf: right
+    w = softmax(s)
+    return w @ v, w
+
+
+with np.errstate(invalid="ignore"):  # the empty row: 0 / 0, turned into zeros
+    renormalised = np.nan_to_num(softmax(scores_c) * allowed_c / (softmax(scores_c) * allowed_c).sum(-1, keepdims=True))
 ones = np.ones((T, S), dtype=bool)
 right_mask = np.tril(ones, k=S - T)
 right_weights = np.where(nothing, 0.0, mha_numpy.softmax(np.where(nothing, 0.0, blocked), axis=-1))
@@ -161,6 +189,10 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT3 attention function", "mask applied after the softmax", function(head(masked="after")),
             "after the softmax"),
     Mistake("01 YT3 attention function", "mask ignored", function(head(masked="never")), "mask is ignored"),
+    Mistake("01 YT3 attention function", "scores[~allowed] = -inf (needs the full shape)", function(index_mask),
+            "use np.where, which broadcasts"),
+    Mistake("01 YT3 attention function", "mask added as (~allowed) * -inf (NaN)", function(times_inf),
+            "0 * -inf = NaN"),
     Mistake("01 YT3 attention function", "returns (weights, output)", function(head(order="w, out")),
             "returned (weights, output)"),
     Mistake("01 YT3 attention function", "returns the output only", function(head(order="out")), "right output"),
@@ -201,10 +233,10 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT3 attention function", "d from k's shape",
                 function(head(scale=lambda q, k, v: k.shape[-1] ** 0.5))),
     RightAnswer("01 YT3 attention function", "-1e9 fill (exp gives exactly 0)", function(head(fill=-1e9))),
+    RightAnswer("01 YT3 attention function", "adds log(allowed)", function(log_of_mask)),
     RightAnswer("01 YT3 attention function", "np.moveaxis", function(head(transpose=lambda k: np.moveaxis(k, -1, -2)))),
     RightAnswer("01 YT4 weights", "zeros for the empty row", weights(right_weights)),
-    RightAnswer("01 YT4 weights", "renormalised, NaN turned into 0", weights(np.nan_to_num(
-        softmax(scores_c) * allowed_c / (softmax(scores_c) * allowed_c).sum(axis=-1, keepdims=True)))),
+    RightAnswer("01 YT4 weights", "renormalised, NaN turned into 0", weights(renormalised)),
     RightAnswer("01 YT4 weights", "float32", weights(right_weights.astype(np.float32))),
 ]
 

@@ -431,6 +431,9 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
     if w.shape == expected_w.shape and not exact and np.isfinite(w).all() and float(np.abs(w[~keep]).max()) < 1e-3:
         return (f"the blocked positions get weights up to {float(np.abs(w[~keep]).max()):.1e}, not exactly 0: a "
                 "large negative score such as -20 only makes exp small. Use -inf")
+    if np.isnan(w).any() and not np.isnan(expected_w).any():
+        return ("your weights contain NaN where a query may attend: multiplying or adding -inf to a mask gives "
+                "0 * -inf = NaN for the allowed entries too; pick between the score and -inf with np.where")
     d, d_v = q.shape[-1], v.shape[-1]
     raw = _unscaled(q, k)
     T, S = raw.shape[-2:]
@@ -523,6 +526,10 @@ def _trials() -> list[tuple[str, Floats, Floats, Floats, Any]]:
 
 def _raised(error_text: str, trial: int, dot_t: bool) -> str:
     """A message for a function that raised on try ``trial`` (0-based)."""
+    if trial > 1 and "boolean index did not match" in error_text:
+        return ("indexing the scores with the mask (scores[~allowed] = ...) needs a mask of exactly their shape, but "
+                "a mask only has to broadcast to (..., T, S): use np.where, which broadcasts. "
+                f"({error_text})")
     if trial > 1 and "axes don't match" in error_text:
         return ("your transpose names every axis (e.g. transpose(0, 2, 1)), which fits one number of axes only: "
                 f"swap the last two with np.swapaxes(k, -1, -2). ({error_text})")

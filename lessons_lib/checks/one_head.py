@@ -1,12 +1,13 @@
-"""Quick check of the lesson "One head" (checkers in ``lessons_lib.checks.one_head``): the scores,
-the weights, the causal mask, the output, a whole attention function and cross-attention.
+"""Quick check of the lesson "One head" (checkers in ``lessons_lib.checks.one_head``): the scores
+(of one sequence or a batch), the weights (with a mask, and a query that may attend to nothing), the
+causal mask, the output, a whole attention function (batched, masked) and cross-attention.
 
 Each checker compares a learner's answer with the right one and with the mistakes people make
 most often (no scale, the wrong axis, an inverted mask, ``.T`` on a batch, ...), names a recognised
 mistake, and otherwise says what is wrong (the shape, or "right shape, wrong numbers" and how they
-differ), never the solution. It never raises on a learner's answer
-(NumPy arrays, nested lists or torch tensors). ``T`` query length, ``S`` source length, ``d``
-query/key width, ``d_v`` value width.
+differ), never the solution. It never raises on a learner's answer (NumPy arrays, nested lists or
+torch tensors). ``B`` batch, ``T`` query length, ``S`` source length, ``d`` query/key width, ``d_v``
+value width.
 """
 
 from __future__ import annotations

@@ -120,6 +120,11 @@ def times_inf(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
     return w @ v, w
 
 
+def returns_scores(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    return softmax(s if allowed is None else np.where(allowed, s, -np.inf)) @ v, s
+
+
 def log_of_mask(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     if allowed is not None:
@@ -149,6 +154,9 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT1 scores", "section 1's q and k instead of qc and kc",
             scores(q_section_1 @ k_section_1.T / 2), "expected shape (B, T, S)"),
     Mistake("01 YT1 scores", "scaled by 0.3 (a typo in the scale)", scores(raw * 0.3), "dot products times 0.3"),
+    Mistake("01 YT1 scores", "right numbers, batch axis moved (T, B, S)", scores(np.swapaxes(raw, 0, 1) / 2),
+            "axes in another order"),
+    Mistake("01 YT1 scores", "divided by sqrt(B)", scores(raw / math.sqrt(B)), "times 0.7071"),
     # Your turn 2: causal mask with T < S
     Mistake("01 YT2 mask", "top-left triangle, no offset", mask(np.tril(ones)), "ignores the offset"),
     Mistake("01 YT2 mask", "True = blocked", mask(~right_mask), "inverted convention"),
@@ -193,6 +201,8 @@ MISTAKES: list[Mistake] = [
             "use np.where, which broadcasts"),
     Mistake("01 YT3 attention function", "mask added as (~allowed) * -inf (NaN)", function(times_inf),
             "0 * -inf = NaN"),
+    Mistake("01 YT3 attention function", "returns (output, scores)", function(returns_scores),
+            "your second item is the scores"),
     Mistake("01 YT3 attention function", "returns (weights, output)", function(head(order="w, out")),
             "returned (weights, output)"),
     Mistake("01 YT3 attention function", "returns the output only", function(head(order="out")), "right output"),
@@ -214,6 +224,7 @@ MISTAKES: list[Mistake] = [
             weights(np.where(nothing, 1.0 / S, right_weights)), "equal weights 1/S"),
     Mistake("01 YT4 weights", "the empty row given something else",
             weights(np.where(nothing, 0.3, right_weights)), "must be all zeros"),
+    Mistake("01 YT4 weights", "the empty query's row dropped", weights(right_weights[[0, 2]]), "dropped the row"),
     Mistake("01 YT4 weights", "all zeros", weights(np.zeros((T, S))), "sum to 0"),
     Mistake("01 YT4 weights", "softmax over the queries", weights(softmax(np.where(allowed_c, scores_c, -1e9), 0)),
             "right shape (T, S) = (3, 5), wrong numbers", named=False),
@@ -237,6 +248,7 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT3 attention function", "np.moveaxis", function(head(transpose=lambda k: np.moveaxis(k, -1, -2)))),
     RightAnswer("01 YT4 weights", "zeros for the empty row", weights(right_weights)),
     RightAnswer("01 YT4 weights", "renormalised, NaN turned into 0", weights(renormalised)),
+    RightAnswer("01 YT4 weights", "NaN of a plain softmax turned into 0", weights(np.nan_to_num(softmax(blocked)))),
     RightAnswer("01 YT4 weights", "float32", weights(right_weights.astype(np.float32))),
 ]
 

@@ -13,6 +13,7 @@ value width.
 from __future__ import annotations
 
 import dis
+import itertools
 import math
 import types
 from typing import Any
@@ -127,6 +128,12 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
              f"batch) and forgot the scale; each sequence's queries meet only its own keys, shape {raw.shape}"),
         ]
     mistake = first_match(a, candidates)
+    if mistake is None and batched and a.ndim == raw.ndim and a.shape != raw.shape:
+        for order in itertools.permutations(range(raw.ndim)):
+            if same(a, np.transpose(raw, order) / math.sqrt(d)):
+                mistake = (f"right numbers, axes in another order: yours is {a.shape}, the scores are {layout} = "
+                           f"{raw.shape} (the batch axis first, then one row per query)")
+                break
     if mistake is None and a.ndim == raw.ndim and a.shape != raw.shape and a.shape != (*raw.shape[:-2], S, T):
         mistake = (f"expected shape {layout} = {raw.shape}, one row per query and one column per key, but yours is "
                    f"{a.shape}: are these the scores of other arrays (another lesson section's q and k) than the "
@@ -206,6 +213,9 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
                                     "and a blocked column (all -inf) gave NaN. A query shares its attention among "
                                     "the source positions: use axis=-1")
         return failed(question, f"your weights contain {NAN}")
+    if empty.any() and sf.ndim == 2 and a.shape == (int((~empty).sum()), sf.shape[-1]) and same(a, expected[~empty]):
+        return failed(question, f"you dropped the row of the query with no allowed position: keep all T = "
+                                f"{sf.shape[0]} rows, that one all zeros")
     dropped = _dropped_columns(a, sf, keep)
     if dropped is not None:
         return failed(question, dropped)
@@ -477,6 +487,11 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
         weight_mistakes.insert(0, (lambda: soft(q @ reversed_k / math.sqrt(d)),
                                    "k.T reverses EVERY axis of a batched array, so the scores mix sequences "
                                    "(and heads): swap only the last two axes, np.swapaxes(k, -1, -2)"))
+    weight_mistakes += [
+        (lambda: raw / math.sqrt(d), "your second item is the scores: return the weights (after the softmax)"),
+        (lambda: np.where(keep, raw / math.sqrt(d), -np.inf),
+         "your second item is the masked scores: return the weights (after the softmax)"),
+    ]
     if mask is not None:
         scaled = raw / math.sqrt(d)
         weight_mistakes += [

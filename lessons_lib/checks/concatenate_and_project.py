@@ -105,6 +105,14 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
          f"you glued the heads along the token axis, shape (B, h*T, d_h) = {answer.shape}: "
          f"the blocks belong side by side in each token's row of features"),
         (lambda: np.concatenate(list(heads), axis=-1), _CONCATENATE_ARRAY),
+        (lambda: heads.T.reshape(B, T, h * d_h),
+         "`.T` on a 4-D array reverses ALL four axes, (B, h, T, d_h) -> (d_h, T, h, B), so the reshape then mixes "
+         "sequences, tokens and features: name the two axes to swap"),
+        (lambda: np.swapaxes(heads, -1, -2).reshape(B, T, h * d_h),
+         "you swapped the last two axes, T and d_h, not the head axis and the token axis (axes 1 and 2)"),
+        (lambda: heads.transpose(1, 0, 2, 3),
+         f"you returned the h head blocks one after another, shape (h, B, T, d_h) = {answer.shape}: they must be "
+         "glued side by side into one row of D features per token"),
         (lambda: np.concatenate([heads[:, i] for i in range(h)], axis=0),
          f"you glued the heads' (B, T, d_h) blocks along axis 0, one under the other, shape {answer.shape}: "
          "side by side means along the last axis, the features"),
@@ -261,9 +269,12 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
         (lambda: heads[:, i] @ w[i::h],
          f"you took every h-th row of W_o (rows {i}, {i + h}, ...): head i's features are one contiguous block "
          f"of the merged row, so they meet {rows}, a contiguous block of W_o"),
-        (lambda: heads.reshape(B, T, D) * (np.repeat(np.arange(h), d_h) == i) @ w,
-         "you zeroed the other heads' features after a direct reshape (B, h, T, d_h) -> (B, T, D), which mixes "
-         "tokens: the merge must transpose the heads back first (section 1)"),
+        (lambda: np.where(np.arange(h)[:, None, None] == i, heads, 0.0).reshape(B, T, D) @ w,
+         "you zeroed the other heads, then merged by a direct reshape (B, h, T, d_h) -> (B, T, D), which mixes "
+         "tokens: the merge must bring the heads of each token together first (section 1)"),
+        (lambda: heads[:, i] @ w.reshape(h, d_h, D).mean(axis=0),
+         "you averaged W_o's h blocks of rows: that is the single reader averaging would use; in the layer head i "
+         "is read by its own block only"),
     ]
     if h > 1:
         nxt = (i + 1) % h
@@ -289,9 +300,8 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
     question = "head contribution"
     heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
     w = reference_array("wo", wo, "(D, D)", rank=2)
-    B, h, T, d_h = heads.shape
-    if w.shape != (h * d_h, h * d_h):
-        D = h * d_h
+    D = heads.shape[1] * heads.shape[3]  # h * d_h
+    if w.shape != (D, D):
         raise ValueError(f"wo must be (D, D) = {(D, D)} for heads_out of shape {heads.shape}, got {w.shape}")
     rng = np.random.default_rng(9)
     problems = [(heads, w)]
@@ -303,6 +313,10 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
         where = f"heads_out of shape {problem.shape} with a W_o of its own"
         for i in range(problem.shape[1]):
             result = function_answer(question, contribution, (problem.copy(), matrix.copy(), i), what)
+            if isinstance(result, Verdict) and trial == 0 and result.answered and "raised" in result.message:
+                return failed(question, f"for i = {i}: {result.message} (heads_out[:, i] is (B, T, d_h) = "
+                                        f"{problem[:, i].shape} and wo is (D, D) = {matrix.shape}; heads are counted "
+                                        "from 0, and head i's d_h features meet d_h rows of wo)")
             if isinstance(result, Verdict) and (trial == 0 or not result.answered):
                 return result
             answer = result if isinstance(result, Verdict) else array_answer(question, result, "head i's contribution")
@@ -325,7 +339,7 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
                     return failed(question, f"for i = {i}: expected shape (B, T, D) = {expected.shape}, "
                                             f"got {answer.shape}")
                 return failed(question, f"for i = {i}: right shape (B, T, D), wrong numbers: not the part of "
-                                        "merge(heads_out) @ wo that comes from head i's features")
+                                        "the layer output that comes from head i's features")
             detail = mistake or (f"for i = {i} expected shape {expected.shape}, got {answer.shape}"
                                  if answer.shape != expected.shape else f"for i = {i} right shape, wrong numbers")
             return failed(question, f"sizes hard-coded? Right for the lesson's heads_out {heads.shape}, but not on "
@@ -359,6 +373,9 @@ def _time_major_verdict(question: str, answer: Any, folded: Floats, heads: int) 
         (lambda: _merge(head_major).transpose(1, 0, 2),
          "you read the folded axis as head-major (row i*B + b): here row b*h + i is head i of sequence b, so "
          "the h heads of one sequence are neighbours"),
+        (lambda: _merge(by_sequence).reshape(T, B, D),
+         "you reshaped the batch-first (B, T, D) result to (T, B, D): a reshape keeps the row-major order, so it "
+         "relabels the numbers instead of swapping the axes B and T"),
         (lambda: _merge(head_major),
          "you read the folded axis as head-major (row i*B + b), and the result is batch first: row b*h + i is "
          "head i of sequence b, and the layout asked for is (T, B, D)"),
@@ -624,6 +641,9 @@ def _forward_verdict(question: str, forward: Any, xs: Floats, w: list[Floats], h
     equals a known mistake; an output that is wrong in another way is returned for the caller to diagnose."""
     args = (xs.copy(), *(m.copy() for m in w), h)
     result = function_answer(question, forward, args, "the body: return the layer output, shape (B, T, D)")
+    if isinstance(result, Verdict) and result.answered and "raised" in result.message and "matmul" in result.message:
+        return failed(question, f"{result.message} (is there a `.T` on a 4-D array? It reverses all four axes; "
+                                "the scores need only the last two axes of k swapped)")
     if isinstance(result, Verdict):
         return result
     if isinstance(result, tuple):

@@ -257,6 +257,9 @@ def check_buttons(page: Any, notebook: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     badge = next(link for link in BADGE.findall(readme) if link.endswith(f"/{LESSON}.ipynb"))
     assert page.locator(f'a[href="{badge}"]').count() == 1, f"no Binder button opening {badge}"
+    colab = f"/colab/{LESSON}.ipynb"  # the learner copy, not notebooks/ with every stored answer
+    assert page.locator(f'a[href*="colab.research.google.com"][href$="{colab}"]').count() == 1, "no Colab button"
+    assert page.locator('a[href*="colab.research.google.com"][href*="/notebooks/"]').count() == 0
     assert page.locator(".dropdown-launch-buttons").is_visible()
     download = page.locator(f'a[href$="_sources/notebooks/{LESSON}.ipynb"]')
     assert download.count() == 1 and page.locator(".dropdown-download-buttons").is_visible()

@@ -734,6 +734,42 @@ def test_fixed_forward_names_a_4d_transpose(problem: Problem) -> None:
     assert_fails(check(keys_t, problem), "raised ValueError", "reverses all four axes")
 
 
+def test_fixed_forward_names_a_misplaced_scale_and_a_missing_projection(problem: Problem) -> None:
+    def layer(scale_at: str) -> Callable[..., Floats]:
+        def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+            factor = (x.shape[-1] // heads) ** 0.5
+            q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+            scores = q @ np.swapaxes(k, -1, -2)
+            weights = {"weights": mha_numpy.softmax(scores) / factor, "times": mha_numpy.softmax(scores * factor),
+                       "right": mha_numpy.softmax(scores / factor)}[scale_at if scale_at != "no W_o" else "right"]
+            merged = mha_numpy.merge_heads(weights @ v).astype(np.float64)
+            result: Floats = merged if scale_at == "no W_o" else merged @ wo
+            return result
+
+        return fixed_forward
+
+    assert_fails(check(layer("weights"), problem), "to the weights, after the softmax")
+    assert_fails(check(layer("times"), problem), "multiplied by the scale factor")
+    assert_fails(check(layer("no W_o"), problem), "W_o is missing")
+
+
+def test_head_contribution_names_slices_of_the_wrong_thing(heads_out: Floats, wo: Floats) -> None:
+    def block(x: Floats, w: Floats, i: int) -> Floats:
+        rows = slice(i * x.shape[-1], (i + 1) * x.shape[-1])
+        return x[:, i] @ w[rows, rows]
+
+    assert_fails(check_head_contribution(block, heads_out, wo), "diagonal block")
+    sliced = lambda x, w, i: (mha_numpy.merge_heads(x) @ w)[..., i * d_h : (i + 1) * d_h]  # noqa: E731
+    assert_fails(check_head_contribution(sliced, heads_out, wo), "sliced the OUTPUT")
+
+
+def test_merge_function_names_a_torch_style_transpose(heads_out: Floats) -> None:
+    two_axes = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
+    assert_fails(check_merge_function(two_axes, heads_out), "ALL the axes")
+    old_places = lambda x: x.swapaxes(1, 2).reshape(x.shape[0], x.shape[1], -1)  # noqa: E731
+    assert_fails(check_merge_function(old_places, heads_out), "from the wrong axes")
+
+
 def test_fixed_forward_mistakes_have_their_own_messages(problem: Problem) -> None:
     messages = {check(wrong, problem).message for _, wrong, _ in FORWARD_MISTAKES}
     assert len(messages) == len(FORWARD_MISTAKES)

@@ -180,6 +180,31 @@ def sequence_first(kind: str = "right") -> Any:
     return merge_sequence_first
 
 
+def weight_assigned_a_tensor(w_in_out: Any) -> Any:
+    n_in, n_out = w_in_out.shape
+    layer = nn.Linear(n_in, n_out, bias=False)
+    layer.weight = torch.from_numpy(w_in_out.T.copy())  # a plain tensor: nn.Module refuses it
+    return layer
+
+
+def forward_scaled(where: str) -> Any:
+    """A fixed_forward whose split is right but whose scale or projection is not."""
+    def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+        size = x.shape[-1] // heads
+        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        scores = q @ np.swapaxes(k, -1, -2)
+        if where == "after softmax":
+            weights = mha_numpy.softmax(scores) / np.sqrt(size)
+        elif where == "multiplied":
+            weights = mha_numpy.softmax(scores * np.sqrt(size))
+        else:
+            weights = mha_numpy.softmax(scores / np.sqrt(size))
+        merged_heads = mha_numpy.merge_heads(weights @ v)
+        return merged_heads if where == "no W_o" else merged_heads @ wo
+
+    return fixed_forward
+
+
 def contributes(kind: str = "right") -> Any:
     return contribution_check(contribution(kind))
 
@@ -252,6 +277,10 @@ MISTAKES: list[Mistake] = [
             merge_check(lambda a: a.swapaxes(-1, -2).reshape(a.shape[0], a.shape[2], -1)), "swapped the last two axes"),
     Mistake("03 YT1 merge by hand", "the h blocks returned as a list",
             merge_check(lambda a: [a[:, i] for i in range(a.shape[1])]), "one after another"),
+    Mistake("03 YT1 merge by hand", "reshape sizes read from the transposed axes' old places",
+            merge_check(lambda a: a.swapaxes(1, 2).reshape(a.shape[0], a.shape[1], -1)), "from the wrong axes"),
+    Mistake("03 YT1 merge by hand", "torch's transpose(1, 2) written in NumPy (raises)",
+            merge_check(lambda a: a.transpose(1, 2).reshape(a.shape[0], a.shape[2], -1)), "ALL the axes"),
     Mistake("03 YT1 merge by hand", "the notebook's B, T, D hard-coded",
             merge_check(lambda a: a.transpose(0, 2, 1, 3).reshape(B, T, D)), "sizes hard-coded"),
     Mistake("03 YT1 merge by hand", "a call of mha_numpy.merge_heads",
@@ -286,6 +315,13 @@ MISTAKES: list[Mistake] = [
             contributes("zeroed, direct reshape"), "direct reshape"),
     Mistake("03 YT2 head contribution", "the mean of W_o's row blocks", contributes("averaged blocks"),
             "averaged W_o's h blocks"),
+    Mistake("03 YT2 head contribution", "the diagonal block of W_o",
+            contribution_check(lambda a, w, i: a[:, i] @ w[i * d_h:(i + 1) * d_h, i * d_h:(i + 1) * d_h]),
+            "diagonal block"),
+    Mistake("03 YT2 head contribution", "head i's columns of the whole output",
+            contribution_check(lambda a, w, i: (merge(a) @ w)[..., i * d_h:(i + 1) * d_h]), "sliced the OUTPUT"),
+    Mistake("03 YT2 head contribution", "heads_out[i] (a sequence) for head i",
+            contribution_check(lambda a, w, i: a[i] @ w[i * a.shape[-1]:(i + 1) * a.shape[-1]]), "picks sequence i"),
     Mistake("03 YT2 head contribution", "rows i*h to (i+1)*h (raises)", contributes("rows by h"),
             "meet d_h rows of wo"),
     # Your turn 3: nn.Linear from a NumPy matrix
@@ -297,6 +333,8 @@ MISTAKES: list[Mistake] = [
             linear_check(linear_untransposed_parameter), "not transposed"),
     Mistake("03 YT3 nn.Linear from NumPy", "reshaped to (out, in) instead of transposed",
             linear_check(linear(reshape=True)), "reshaped, not transposed"),
+    Mistake("03 YT3 nn.Linear from NumPy", "a plain tensor assigned to weight (raises)",
+            linear_check(weight_assigned_a_tensor), "must stay an nn.Parameter"),
     Mistake("03 YT3 nn.Linear from NumPy", "the default bias left in", linear_check(linear(bias=True)),
             "has a bias"),
     Mistake("03 YT3 nn.Linear from NumPy", "the copy outside torch.no_grad()", linear_check(linear(no_grad=False)),
@@ -316,6 +354,11 @@ MISTAKES: list[Mistake] = [
             "k and v are still split by a direct reshape"),
     Mistake("03 YT4 fixed layer", "v still direct and the scale missing", fixed_check(forward(split="v", scale="none")),
             "unscaled"),
+    Mistake("03 YT4 fixed layer", "weights divided by sqrt(d_h) after the softmax",
+            fixed_check(forward_scaled("after softmax")), "to the weights, after the softmax"),
+    Mistake("03 YT4 fixed layer", "scores multiplied by sqrt(d_h)", fixed_check(forward_scaled("multiplied")),
+            "multiplied by the scale factor"),
+    Mistake("03 YT4 fixed layer", "W_o left out", fixed_check(forward_scaled("no W_o")), "W_o is missing"),
     Mistake("03 YT4 fixed layer", "scaled by d_h", fixed_check(forward(scale="d_h")), "divided by d_h"),
     Mistake("03 YT4 fixed layer", "scaled by sqrt(D)", fixed_check(forward(scale="sqrt(D)")), "sqrt(D)"),
     Mistake("03 YT4 fixed layer", "softmax over axis -2 (issue 19)", fixed_check(forward(axis=-2)),

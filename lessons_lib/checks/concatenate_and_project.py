@@ -119,6 +119,10 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
     ])
     if mistake is not None:
         return failed(question, mistake)
+    if answer.shape == (B, h, T * d_h) and h != T:
+        return failed(question, f"shape (B, h, T*d_h) = {answer.shape}: the reshape's sizes come from the wrong axes "
+                                "(after a transpose the axes have moved): read B, h, T, d_h from heads_out.shape "
+                                "first, then ask for (B, T, h*d_h)")
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
     return failed(question, "right shape (B, T, D), wrong numbers: not a merge of heads_out into rows of h * d_h")
@@ -162,6 +166,9 @@ def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
     first: Verdict | None = None
     for problem in problems:
         result = function_answer(question, merge, (problem.copy(),), "the body: return the merged (B, T, D) array")
+        if isinstance(result, Verdict) and "axes don't match array" in result.message:
+            result = failed(question, f"{result.message}: NumPy's transpose takes the new order of ALL the axes, "
+                                      "four here (torch's transpose(1, 2) swaps two; NumPy's swapaxes does that)")
         verdict = result if isinstance(result, Verdict) else _merge_verdict(question, result, problem)
         if first is None:
             first = verdict
@@ -272,6 +279,14 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
         (lambda: np.where(np.arange(h)[:, None, None] == i, heads, 0.0).reshape(B, T, D) @ w,
          "you zeroed the other heads, then merged by a direct reshape (B, h, T, d_h) -> (B, T, D), which mixes "
          "tokens: the merge must bring the heads of each token together first (section 1)"),
+        (lambda: heads[:, i] @ w[i * d_h : (i + 1) * d_h, i * d_h : (i + 1) * d_h],
+         f"you kept only the diagonal block of W_o, {rows} and the same columns, so only d_h output features: "
+         "head i's rows reach all D output features"),
+        (lambda: output[..., i * d_h : (i + 1) * d_h],
+         "you sliced the OUTPUT features of the whole output: head i's contribution reaches all D output "
+         "features; what belongs to head i is its block of input features, the rows of W_o"),
+        (lambda: heads[i] @ w[i * d_h : (i + 1) * d_h],
+         "heads_out[i] picks sequence i (axis 0 is the batch B); head i is heads_out[:, i]"),
         (lambda: heads[:, i] @ w.reshape(h, d_h, D).mean(axis=0),
          "you averaged W_o's h blocks of rows: that is the single reader averaging would use; in the layer head i "
          "is read by its own block only"),
@@ -489,6 +504,9 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
         question, linear_from_numpy, (np.array(w),), "the body: return a bias-free nn.Linear computing x @ w_in_out"
     )
     if isinstance(layer, Verdict) and layer.answered and layer.message.startswith("your function raised"):
+        if "cannot assign" in layer.message and "Parameter" in layer.message:
+            return failed(question, f"{layer.message}: a layer's weight must stay an nn.Parameter; write the numbers "
+                                    "into the existing weight in place, or wrap the new tensor in nn.Parameter")
         if "leaf Variable" in layer.message and "in-place" in layer.message:
             return failed(question, f"{layer.message}: autograd refuses to overwrite a trainable weight in place; "
                                     "do the copy inside `with torch.no_grad():`")
@@ -506,7 +524,7 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
 
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = False, scale: float | None = None,
-           direct_merge: bool = False, axis: int = -1) -> Floats:
+           direct_merge: bool = False, axis: int = -1, after: float = 1.0, project: bool = True) -> Floats:
     """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs.
 
     ``direct_split``: True for the direct-reshape split of q, k and v, or the letters of those split so
@@ -523,9 +541,9 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = Fa
     q, k, v = split(x @ w[0], "q"), split(x @ w[1], "k"), split(x @ w[2], "v")
     scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
     exps = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    heads_out = exps / exps.sum(axis=axis, keepdims=True) @ v  # (B, h, T, d_h)
+    heads_out = exps / exps.sum(axis=axis, keepdims=True) * after @ v  # (B, h, T, d_h)
     merged = heads_out.reshape(B, T, D) if direct_merge else _merge(heads_out)
-    result: Floats = merged @ w[3]
+    result: Floats = merged @ w[3] if project else merged
     return result
 
 
@@ -566,6 +584,13 @@ def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str
         (lambda: _layer(xs, w, h, axis=-2),
          "the split and the scale are right, but the softmax runs over axis -2, the query axis, so each key's "
          "column sums to 1; each query's weights must sum to 1 over the keys: axis=-1 (lesson 01)"),
+        (lambda: _layer(xs, w, h, scale=1.0, after=1.0 / np.sqrt(d_h)),
+         "the split is fixed, but you applied the scale to the weights, after the softmax: it belongs on the "
+         "scores, before the softmax (lesson 01); the weights must still sum to 1"),
+        (lambda: _layer(xs, w, h, scale=np.sqrt(d_h)),
+         "the split is fixed, but the scores are multiplied by the scale factor instead of divided by it (lesson 01)"),
+        (lambda: _layer(xs, w, h, project=False),
+         "the split and the scale are right, but W_o is missing: the merged heads still need the output projection"),
         (lambda: _layer(xs, w, h, direct_merge=True),
          "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
     ])

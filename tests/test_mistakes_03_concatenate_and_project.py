@@ -192,7 +192,11 @@ def forward_scaled(where: str) -> Any:
     def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
         size = x.shape[-1] // heads
         q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
-        scores = q @ np.swapaxes(k, -1, -2)
+        if where == "k with wq":
+            k = mha_numpy.split_heads(x @ wq, heads)
+        scores = q @ (k if where == "q @ k" else np.swapaxes(k, -1, -2))
+        if where == "wo.T":
+            wo = wo.T
         if where == "after softmax":
             weights = mha_numpy.softmax(scores) / np.sqrt(size)
         elif where == "multiplied":
@@ -281,6 +285,10 @@ MISTAKES: list[Mistake] = [
             merge_check(lambda a: a.swapaxes(1, 2).reshape(a.shape[0], a.shape[1], -1)), "from the wrong axes"),
     Mistake("03 YT1 merge by hand", "torch's transpose(1, 2) written in NumPy (raises)",
             merge_check(lambda a: a.transpose(1, 2).reshape(a.shape[0], a.shape[2], -1)), "ALL the axes"),
+    Mistake("03 YT1 merge by hand", "batch and head axes swapped before the reshape",
+            merge_check(lambda a: a.swapaxes(0, 1).reshape(a.shape[0], a.shape[2], -1)), "the batch axis and the head"),
+    Mistake("03 YT1 merge by hand", "token axis moved first: (T, B, D)",
+            merge_check(lambda a: a.transpose(2, 0, 1, 3).reshape(a.shape[2], a.shape[0], -1)), "token first"),
     Mistake("03 YT1 merge by hand", "the notebook's B, T, D hard-coded",
             merge_check(lambda a: a.transpose(0, 2, 1, 3).reshape(B, T, D)), "sizes hard-coded"),
     Mistake("03 YT1 merge by hand", "a call of mha_numpy.merge_heads",
@@ -315,6 +323,8 @@ MISTAKES: list[Mistake] = [
             contributes("zeroed, direct reshape"), "direct reshape"),
     Mistake("03 YT2 head contribution", "the mean of W_o's row blocks", contributes("averaged blocks"),
             "averaged W_o's h blocks"),
+    Mistake("03 YT2 head contribution", "the right block divided by h",
+            contribution_check(lambda a, w, i: contribution()(a, w, i) / a.shape[1]), "nothing is divided by h"),
     Mistake("03 YT2 head contribution", "the diagonal block of W_o",
             contribution_check(lambda a, w, i: a[:, i] @ w[i * d_h:(i + 1) * d_h, i * d_h:(i + 1) * d_h]),
             "diagonal block"),
@@ -359,6 +369,11 @@ MISTAKES: list[Mistake] = [
     Mistake("03 YT4 fixed layer", "scores multiplied by sqrt(d_h)", fixed_check(forward_scaled("multiplied")),
             "multiplied by the scale factor"),
     Mistake("03 YT4 fixed layer", "W_o left out", fixed_check(forward_scaled("no W_o")), "W_o is missing"),
+    Mistake("03 YT4 fixed layer", "q @ k without swapping k's last two axes (runs since T = d_h)",
+            fixed_check(forward_scaled("q @ k")), "not by k with its last two axes swapped"),
+    Mistake("03 YT4 fixed layer", "keys projected with wq (copy and paste)", fixed_check(forward_scaled("k with wq")),
+            "k is projected with wq"),
+    Mistake("03 YT4 fixed layer", "W_o transposed", fixed_check(forward_scaled("wo.T")), "W_o is transposed"),
     Mistake("03 YT4 fixed layer", "scaled by d_h", fixed_check(forward(scale="d_h")), "divided by d_h"),
     Mistake("03 YT4 fixed layer", "scaled by sqrt(D)", fixed_check(forward(scale="sqrt(D)")), "sqrt(D)"),
     Mistake("03 YT4 fixed layer", "softmax over axis -2 (issue 19)", fixed_check(forward(axis=-2)),
@@ -390,6 +405,14 @@ MISTAKES: list[Mistake] = [
             "interleaved"),
     Mistake("03 YT5 sequence-first merge", "heads in reverse order",
             merges_first("heads reversed"), "reverse order"),
+    Mistake("03 YT5 sequence-first merge", "unfolded as (h, B), right only when B = h",
+            sequence_first_check(lambda f, n: mha_numpy.merge_heads(f.reshape(n, -1, *f.shape[1:])).swapaxes(0, 1)),
+            "unfolded the folded axis as (h, B)"),
+    Mistake("03 YT5 sequence-first merge", "the sequences glued too: (T, B*D)",
+            sequence_first_check(lambda f, n: f.swapaxes(0, 1).reshape(f.shape[1], -1)), "glued together too"),
+    Mistake("03 YT5 sequence-first merge", "(T, D, B)",
+            sequence_first_check(lambda f, n: f.swapaxes(0, 1).reshape(f.shape[1], len(f) // n, -1).swapaxes(1, 2)),
+            "the last two axes are swapped"),
     Mistake("03 YT5 sequence-first merge", "sizes (4, 2, 8) hard-coded", merges_first("hard-coded"),
             "sizes hard-coded"),
     Mistake("03 YT5 sequence-first merge", "the notebook's B", merges_first("notebook B"),

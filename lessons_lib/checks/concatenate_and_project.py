@@ -113,6 +113,12 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
         (lambda: heads.transpose(1, 0, 2, 3),
          f"you returned the h head blocks one after another, shape (h, B, T, d_h) = {answer.shape}: they must be "
          "glued side by side into one row of D features per token"),
+        (lambda: heads.swapaxes(0, 1).reshape(B, T, h * d_h),
+         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2), "
+         "so each row still holds several tokens"),
+        (lambda: heads.transpose(2, 0, 1, 3).reshape(T, B, h * d_h),
+         f"token first, (T, B, D) = {answer.shape}: the heads are glued right, but the batch axis must stay first, "
+         "(B, T, D)"),
         (lambda: np.concatenate([heads[:, i] for i in range(h)], axis=0),
          f"you glued the heads' (B, T, d_h) blocks along axis 0, one under the other, shape {answer.shape}: "
          "side by side means along the last axis, the features"),
@@ -285,6 +291,9 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
         (lambda: output[..., i * d_h : (i + 1) * d_h],
          "you sliced the OUTPUT features of the whole output: head i's contribution reaches all D output "
          "features; what belongs to head i is its block of input features, the rows of W_o"),
+        (lambda: _contribution(heads, w, i) / h,
+         f"this is 1/h = 1/{h} of head i's contribution: the contributions are added, not averaged, so nothing is "
+         "divided by h"),
         (lambda: heads[i] @ w[i * d_h : (i + 1) * d_h],
          "heads_out[i] picks sequence i (axis 0 is the batch B); head i is heads_out[:, i]"),
         (lambda: heads[:, i] @ w.reshape(h, d_h, D).mean(axis=0),
@@ -404,9 +413,17 @@ def _time_major_verdict(question: str, answer: Any, folded: Floats, heads: int) 
          "the features are interleaved: the head axis ended up after the feature axis before the reshape, so "
          "the heads' features alternate instead of staying in blocks of d_h"),
         (lambda: _merge(by_sequence[:, ::-1]).transpose(1, 0, 2), "the heads are in reverse order"),
+        (lambda: _merge(folded.reshape(h, B, T, d_h)).transpose(1, 0, 2),
+         "you unfolded the folded axis as (h, B): its rows are b*h + i, so it unfolds as (B, h), sequence first"),
     ])
     if mistake is not None:
         return failed(question, mistake)
+    if array.shape == (T, B * D) and B > 1:
+        return failed(question, f"shape (T, B*D) = {array.shape}: the sequences are glued together too; keep B as an "
+                                "axis of its own, (T, B, D)")
+    if array.shape == (T, D, B) and D != B:
+        return failed(question, f"shape (T, D, B) = {array.shape}: the last two axes are swapped; the features come "
+                                "last, (T, B, D)")
     if array.shape != expected.shape:
         return failed(question, f"expected shape (T, B, D) = {expected.shape}, got {array.shape}")
     return failed(question, "right shape (T, B, D), wrong numbers: not the heads of each token of each sequence "
@@ -524,7 +541,8 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
 
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = False, scale: float | None = None,
-           direct_merge: bool = False, axis: int = -1, after: float = 1.0, project: bool = True) -> Floats:
+           direct_merge: bool = False, axis: int = -1, after: float = 1.0, project: bool = True,
+           keys_swapped: bool = True) -> Floats:
     """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs.
 
     ``direct_split``: True for the direct-reshape split of q, k and v, or the letters of those split so
@@ -539,7 +557,8 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = Fa
         return y.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
 
     q, k, v = split(x @ w[0], "q"), split(x @ w[1], "k"), split(x @ w[2], "v")
-    scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
+    keys = k.transpose(0, 1, 3, 2) if keys_swapped else k  # (B, h, d_h, T)
+    scores = q @ keys * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
     exps = np.exp(scores - scores.max(axis=axis, keepdims=True))
     heads_out = exps / exps.sum(axis=axis, keepdims=True) * after @ v  # (B, h, T, d_h)
     merged = heads_out.reshape(B, T, D) if direct_merge else _merge(heads_out)
@@ -591,6 +610,14 @@ def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str
          "the split is fixed, but the scores are multiplied by the scale factor instead of divided by it (lesson 01)"),
         (lambda: _layer(xs, w, h, project=False),
          "the split and the scale are right, but W_o is missing: the merged heads still need the output projection"),
+        (lambda: _layer(xs, w, h, keys_swapped=False),
+         "the scores multiply q by k itself, not by k with its last two axes swapped: it runs only because T = d_h "
+         "here, and each score is not a query-key dot product"),
+        (lambda: _layer(xs, [w[0], w[0], w[2], w[3]], h), "k is projected with wq: the keys need wk"),
+        (lambda: _layer(xs, [w[0], w[1], w[1], w[3]], h), "v is projected with wk: the values need wv"),
+        (lambda: _layer(xs, [w[0], w[1], w[0], w[3]], h), "v is projected with wq: the values need wv"),
+        (lambda: _layer(xs, [w[0], w[1], w[2], w[3].T], h),
+         "W_o is transposed: NumPy weights are (in, out) and multiply from the right"),
         (lambda: _layer(xs, w, h, direct_merge=True),
          "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
     ])

@@ -10,8 +10,8 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   hard-coded, a call of the library's ``merge_heads``.
   A call of the lesson's own ``merge`` (or of a private library merge) is refused too.
 - `check_combine`: the layer output from per-head outputs and ``W_o``; averaging (with or without a
-  projection afterwards), ``W_o`` missing or transposed, another ``W_o`` than the one given, a
-  direct-reshape merge, ``np.concatenate(heads_out, -1)``, a 1/h factor.
+  projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
+  ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
 - `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
   every ``i`` and on other sizes; columns of ``W_o`` instead of rows, the rows of another head (one
   place off, every h-th row, always head 0's), ``W_o`` transposed or missing, the whole output or
@@ -24,7 +24,8 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument.
 - `check_fixed_forward`: the repaired broken layer, tried on the lesson's problem and on two more of
   other sizes and weights; which bug remains (the direct-reshape split, also for only some of q, k
-  and v, the unscaled scores), a wrong
+  and v, the unscaled scores), the scale after the softmax or multiplied, q @ k with k unswapped,
+  k or v projected with the wrong weight, ``W_o`` missing or transposed, ``.T`` on 4-D keys, a wrong
   scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
   function that ignores its arguments, a call of the library's layer.
 

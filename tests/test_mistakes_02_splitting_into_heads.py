@@ -444,7 +444,8 @@ RIGHT: list[RightAnswer] = [
                 lambda: checks.check_view_merge(view_with_permute, OUT_T)),
     RightAnswer("02 YT5 view merge", "transpose, clone(memory_format=torch.contiguous_format), view",
                 lambda: checks.check_view_merge(view_with_clone, OUT_T)),
-    RightAnswer("02 YT5 view merge", "swapaxes, contiguous, view", lambda: checks.check_view_merge(view_swapaxes, OUT_T)),
+    RightAnswer("02 YT5 view merge", "swapaxes, contiguous, view",
+                lambda: checks.check_view_merge(view_swapaxes, OUT_T)),
 ]
 
 

@@ -256,6 +256,41 @@ def view_d_8(heads_out: Any) -> Any:
     return heads_out.transpose(1, 2).contiguous().view(B, T, 8)  # the lesson's D
 
 
+def split_two_axis_transpose(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).transpose(1, 2)  # PyTorch's form, on a NumPy array
+
+
+def split_numpy_view(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.view(B, T, heads, D // heads)  # NumPy's .view takes a dtype
+
+
+def split_permute(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).permute(0, 2, 1, 3)  # no .permute in NumPy
+
+
+def split_batch_token_swapped(x: Any, heads: int) -> Any:
+    B, T, D = x.shape
+    return x.reshape(B, T, heads, D // heads).swapaxes(0, 1)
+
+
+def merge_two_axis_transpose(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).reshape(B, T, h * d_h)
+
+
+def merge_tokens_before_batch(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(2, 0, 1, 3).reshape(B, T, h * d_h)
+
+
+def view_numpy_style_transpose(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).contiguous().view(B, T, h * d_h)
+
+
 MISTAKES: list[Mistake] = [
     # Your turn 1: the head width, an int
     Mistake("02 YT1 head width", "2048 / 16, a float", lambda: checks.check_head_width(2048 / 16), "is a float"),
@@ -291,6 +326,14 @@ MISTAKES: list[Mistake] = [
             "np.split cut an axis"),
     Mistake("02 YT2 split", "a list of h arrays returned", lambda: checks.check_split(split_list),
             "must return a NumPy array, got list"),
+    Mistake("02 YT2 split", "transpose(1, 2) on a NumPy array (PyTorch's form)",
+            lambda: checks.check_split(split_two_axis_transpose), "takes the new order of ALL the axes"),
+    Mistake("02 YT2 split", "NumPy .view(shape)", lambda: checks.check_split(split_numpy_view),
+            "NumPy's .view reinterprets"),
+    Mistake("02 YT2 split", ".permute on a NumPy array", lambda: checks.check_split(split_permute),
+            "That is a PyTorch method"),
+    Mistake("02 YT2 split", "batch and token axes swapped", lambda: checks.check_split(split_batch_token_swapped),
+            "the axes are in another order"),
     Mistake("02 YT2 split", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_split(split_d_h_4),
             "sizes hard-coded"),
     Mistake("02 YT2 split", "h hard-coded to 2", lambda: checks.check_split(split_h_2), "sizes hard-coded"),
@@ -319,6 +362,10 @@ MISTAKES: list[Mistake] = [
             "along the token axis"),
     Mistake("02 YT3 merge", "np.concatenate(heads_out, axis=-1)", lambda: checks.check_merge(merge_concatenate_array),
             "walks its first axis, the batch"),
+    Mistake("02 YT3 merge", "transpose(1, 2) on a NumPy array (PyTorch's form)",
+            lambda: checks.check_merge(merge_two_axis_transpose), "takes the new order of ALL the axes"),
+    Mistake("02 YT3 merge", "tokens moved before the batch", lambda: checks.check_merge(merge_tokens_before_batch),
+            "the shape is right but the numbers are not: at", named=False),
     Mistake("02 YT3 merge", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_merge(merge_d_h_4),
             "sizes hard-coded"),
     Mistake("02 YT3 merge", "D hard-coded to the lesson's 8", lambda: checks.check_merge(merge_d_8),
@@ -361,6 +408,8 @@ MISTAKES: list[Mistake] = [
             lambda: checks.check_view_merge(view_permute, OUT_T), ".view refused the transposed tensor"),
     Mistake("02 YT5 view merge", ".contiguous() before the transpose",
             lambda: checks.check_view_merge(view_contiguous_too_early, OUT_T), ".view refused the transposed tensor"),
+    Mistake("02 YT5 view merge", "NumPy's transpose(0, 2, 1, 3) on a tensor",
+            lambda: checks.check_view_merge(view_numpy_style_transpose, OUT_T), "a full axis order is .permute"),
     Mistake("02 YT5 view merge", ".reshape instead of .view", lambda: checks.check_view_merge(view_with_reshape, OUT_T),
             "your code calls .reshape"),
     Mistake("02 YT5 view merge", ".reshape then a .view that does nothing (review P14)",

@@ -235,6 +235,18 @@ def _raised_advice(message: str) -> str:
     if "equal division" in message:
         return (". np.split cut an axis into pieces of unequal length: which axis holds the features that "
                 "the heads share out?")
+    if "axes don't match array" in message:
+        return (". NumPy's transpose takes the new order of ALL the axes (four numbers for a 4-D array); "
+                "swapping two axes i and j is np.swapaxes(a, i, j) in NumPy (PyTorch's transpose takes two)")
+    if "view() takes from 0 to 2 positional arguments" in message:
+        return (". NumPy's .view reinterprets the bytes as another dtype, it does not change the shape: "
+                "a NumPy array changes shape with .reshape")
+    if "'numpy.ndarray' object has no attribute" in message:
+        return (". That is a PyTorch method, and the function gets a NumPy array: NumPy reorders axes with "
+                "np.transpose (an axis order) or np.swapaxes, and changes the shape with .reshape")
+    if "transpose() takes 2 positional arguments" in message or "transpose() received an invalid" in message:
+        return (". PyTorch's .transpose swaps exactly two axes (give two numbers); a full axis order is "
+                ".permute in PyTorch")
     return ""
 
 
@@ -278,6 +290,10 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
     if mistake is not None:
         return failed(question, mistake)
     if result.shape != want.shape:
+        if sorted(result.shape) == sorted(want.shape) and same(np.sort(result, axis=None), np.sort(want, axis=None)):
+            return failed(question, f"{where} the numbers are all there but the axes are in another order: you "
+                                    f"returned shape {tuple(result.shape)}, and {layout} = {want.shape} is wanted. "
+                                    "Check which axis each step moves")
         return failed(question, f"{where} expected shape {layout} = {want.shape} but got {tuple(result.shape)}")
     first = _first_difference(result, want, (B, T, D))
     if not same(np.sort(result, axis=None), np.sort(want, axis=None)):

@@ -418,13 +418,15 @@ def test_check_merge_says_not_answered_yet_for_a_blank_function(fn: Any) -> None
         (lambda a: 1 / 0, "raised ZeroDivisionError"),
         (lambda a: {"a": 1}, "expected an array of numbers"),
         (lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), "(B, h, T, d_h) = (1, 3, 5, 5) your function raised"),
-        (lambda a: _sizes(a) and a[:, 0], "expected shape (B, T, D) = (2, 3, 8) but got (2, 3, 4)"),
+        (lambda a: _sizes(a) and a[:, 0], "you returned (2, 3, 4) = (B, T, d_h): one head's width"),
+        (lambda a: np.hstack(a), "expected shape (B, T, D) = (2, 3, 8) but got (2, 6, 4)"),
         (lambda a: 2 * merge_reference(a), "different numbers from the input"),
         (lambda a: merge_reference(a)[:, ::-1], "at [b=0, t=0, f=0] expected batch 0, token 0, feature 0 but found "
                                                 "batch 0, token 2, feature 0"),
         (lambda a: mha_numpy.merge_heads(a), "calls the library's merge_heads"),
     ],
-    ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "scaled", "tokens reversed", "library"],
+    ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "hstack", "scaled", "tokens reversed",
+         "library"],
 )
 def test_check_merge_explains_other_wrong_answers(fn: Any, phrase: str) -> None:
     assert_not_yet(check_merge(fn), phrase)

@@ -286,6 +286,10 @@ def merge_tokens_before_batch(heads_out: Any) -> Any:
     return heads_out.transpose(2, 0, 1, 3).reshape(B, T, h * d_h)
 
 
+def merge_head_0_only(heads_out: Any) -> Any:
+    return heads_out[:, 0]
+
+
 def view_numpy_style_transpose(heads_out: Any) -> Any:
     B, h, T, d_h = heads_out.shape
     return heads_out.transpose(0, 2, 1, 3).contiguous().view(B, T, h * d_h)
@@ -366,6 +370,8 @@ MISTAKES: list[Mistake] = [
             lambda: checks.check_merge(merge_two_axis_transpose), "takes the new order of ALL the axes"),
     Mistake("02 YT3 merge", "tokens moved before the batch", lambda: checks.check_merge(merge_tokens_before_batch),
             "the shape is right but the numbers are not: at", named=False),
+    Mistake("02 YT3 merge", "only head 0 kept", lambda: checks.check_merge(merge_head_0_only),
+            "one head's width per token"),
     Mistake("02 YT3 merge", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_merge(merge_d_h_4),
             "sizes hard-coded"),
     Mistake("02 YT3 merge", "D hard-coded to the lesson's 8", lambda: checks.check_merge(merge_d_8),
@@ -466,6 +472,11 @@ def view_with_clone(heads_out: Any) -> Any:
     return heads_out.transpose(1, 2).clone(memory_format=torch.contiguous_format).view(B, T, h * d_h)
 
 
+def view_einsum(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return torch.einsum("bhtd->bthd", heads_out).contiguous().view(B, T, h * d_h)
+
+
 def view_swapaxes(heads_out: Any) -> Any:
     B, h, T, d_h = heads_out.shape
     return heads_out.swapaxes(1, 2).contiguous().view(B, T, h * d_h)
@@ -493,6 +504,8 @@ RIGHT: list[RightAnswer] = [
                 lambda: checks.check_view_merge(view_with_permute, OUT_T)),
     RightAnswer("02 YT5 view merge", "transpose, clone(memory_format=torch.contiguous_format), view",
                 lambda: checks.check_view_merge(view_with_clone, OUT_T)),
+    RightAnswer("02 YT5 view merge", "torch.einsum to swap the axes, contiguous, view",
+                lambda: checks.check_view_merge(view_einsum, OUT_T)),
     RightAnswer("02 YT5 view merge", "swapaxes, contiguous, view",
                 lambda: checks.check_view_merge(view_swapaxes, OUT_T)),
 ]

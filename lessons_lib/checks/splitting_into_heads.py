@@ -290,6 +290,10 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
     if mistake is not None:
         return failed(question, mistake)
     if result.shape != want.shape:
+        if not split and tuple(result.shape) == (B, T, D // heads):
+            return failed(question, f"{where} you returned {tuple(result.shape)} = (B, T, d_h): one head's width "
+                                    "per token. The merge keeps all h heads' features side by side, "
+                                    f"(B, T, D) = {want.shape}")
         if sorted(result.shape) == sorted(want.shape) and same(np.sort(result, axis=None), np.sort(want, axis=None)):
             return failed(question, f"{where} the numbers are all there but the axes are in another order: you "
                                     f"returned shape {tuple(result.shape)}, and {layout} = {want.shape} is wanted. "
@@ -335,7 +339,7 @@ def check_merge(fn: Any) -> Verdict:
 # copy by themselves when they must, so a `.view` after them re-describes an already merged tensor.
 _COPIES_FOR_VIEW = ("contiguous", "clone")
 _MERGES_THAT_COPY = ("reshape", "flatten")
-_AXIS_SWAPS = ("transpose", "permute", "swapaxes", "swapdims", "movedim")
+_AXIS_SWAPS = ("transpose", "permute", "swapaxes", "swapdims", "movedim", "einsum")
 
 
 def _view_merge_route(question: str, fn: Any) -> Verdict | None:
@@ -377,8 +381,9 @@ def check_view_merge(fn: Any, like: Any) -> Verdict:
         return failed(question, "the numbers are right, but the question asks for .view and your code never calls it")
     if not any(uses_name(fn, name, home=None) for name in _AXIS_SWAPS):
         return failed(question, "the numbers are right, but your code never swaps the token and head axes "
-                                "(.transpose): it builds the merged tensor another way (torch.cat, a loop, ...), so "
-                                "its .view has nothing to do. The question is about .view after .transpose")
+                                "(.transpose, .permute, ...): it builds the merged tensor another way (torch.cat, "
+                                "torch.stack, a loop, ...), so its .view has nothing to do. The question is about "
+                                ".view after .transpose")
     if not any(uses_name(fn, name, home=None) for name in _COPIES_FOR_VIEW):
         return failed(question, "the numbers are right, but no copy into the new order is made before the .view "
                                 "(the tensor .view works on came contiguous from another operation). The question "

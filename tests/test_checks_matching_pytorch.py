@@ -196,7 +196,8 @@ def test_key_padding_numbers_instead_of_booleans() -> None:
 
 def test_key_padding_other_shape_and_pattern() -> None:
     assert_fails(check_key_padding_mask(np.zeros((3, S), dtype=bool), LENGTHS, S, T), "expected shape (B, S)")
-    assert_fails(check_key_padding_mask(np.zeros((B, S), dtype=bool), LENGTHS, S, T), "pattern")
+    assert_fails(check_key_padding_mask(np.zeros((B, S), dtype=bool), LENGTHS, S, T), "row 1 marks no padding at all")
+    assert_fails(check_key_padding_mask(np.eye(B, S, dtype=bool), LENGTHS, S, T), "wrong pattern")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])

@@ -311,9 +311,10 @@ def _padding_verdict(question: str, answer: NDArray[Any], sizes: NDArray[np.int6
     for b, (row, length) in enumerate(zip(answer, sizes.tolist(), strict=True)):
         start = int(np.argmax(row)) if row.any() else S  # where this row's padding would start
         if not np.array_equal(row, expected[b]) and np.array_equal(row, np.arange(S) >= start):
-            return failed(question, f"right shape, wrong lengths: row {b} marks padding from position {start} on, "
-                                    f"but sequence {b} has lengths[{b}] = {length} real tokens: take the lengths "
-                                    "from the lengths tensor, not from an earlier example")
+            marks = f"marks padding from position {start} on" if start < S else "marks no padding at all"
+            return failed(question, f"right shape, wrong lengths: row {b} {marks}, but sequence {b} has "
+                                    f"lengths[{b}] = {length} real tokens: take the lengths from the lengths "
+                                    "tensor, not from an earlier example")
     return failed(question, "right shape, wrong pattern: this mask does not mark exactly the padding positions")
 
 

@@ -110,9 +110,13 @@ MISTAKES: list[Mistake] = [
     ),
     Mistake("04 YT1 mha mask", "a NumPy array", mha_mask((~ALLOWED).numpy()), "NumPy array"),
     Mistake("04 YT1 mha mask", "integers 0/1", mha_mask((~ALLOWED).int()), "dtype int32"),
-    Mistake("04 YT1 mha mask", "a penalty of -10 as a float mask", mha_mask(additive(ALLOWED, -10.0)), "penalty of -10"),
+    Mistake(
+        "04 YT1 mha mask", "a penalty of -10 as a float mask", mha_mask(additive(ALLOWED, -10.0)), "penalty of -10"
+    ),
     # ----- Your turn 2: key_padding_mask from lengths ----------------------------------------------
-    Mistake("04 YT2 key padding", "True at the real tokens", padding(POSITIONS < LENGTHS[:, None]), "inverted convention"),
+    Mistake(
+        "04 YT2 key padding", "True at the real tokens", padding(POSITIONS < LENGTHS[:, None]), "inverted convention"
+    ),
     Mistake("04 YT2 key padding", "> instead of >= (off by one)", padding(POSITIONS > LENGTHS[:, None]), "off by one"),
     Mistake(
         "04 YT2 key padding",
@@ -137,7 +141,7 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "04 YT2 key padding",
         "a NumPy array",
-        padding((np.arange(S)[None, :] >= LENGTHS.numpy()[:, None])),
+        padding(np.arange(S)[None, :] >= LENGTHS.numpy()[:, None]),
         "NumPy array",
     ),
     Mistake(
@@ -157,29 +161,64 @@ MISTAKES: list[Mistake] = [
         "sign is flipped",
     ),
     Mistake("04 YT3 float mask", "a penalty of -10", float_mask(additive(MAY, -10.0)), "keeps some weight"),
-    Mistake("04 YT3 float mask", "a penalty of -100 in float32", float_mask(additive(MAY, -100.0, torch.float32)),
-            "keeps some weight"),
-    Mistake("04 YT3 float mask", "a penalty of -110 in float32", float_mask(additive(MAY, -110.0, torch.float32)),
-            "blocks only while the scores are close"),
+    Mistake(
+        "04 YT3 float mask",
+        "a penalty of -100 in float32",
+        float_mask(additive(MAY, -100.0, torch.float32)),
+        "keeps some weight",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "a penalty of -110 in float32",
+        float_mask(additive(MAY, -110.0, torch.float32)),
+        "blocks only while the scores are close",
+    ),
     Mistake("04 YT3 float mask", "a boolean mask", float_mask(MAY), "this is a boolean mask"),
-    Mistake("04 YT3 float mask", "the causal part only", float_mask(additive(ALLOWED.expand(B, 1, T, S))),
-            "only the causal part"),
+    Mistake(
+        "04 YT3 float mask",
+        "the causal part only",
+        float_mask(additive(ALLOWED.expand(B, 1, T, S))),
+        "only the causal part",
+    ),
     Mistake("04 YT3 float mask", "the causal part only, (T, S)", float_mask(additive(ALLOWED)), "holds no padding"),
-    Mistake("04 YT3 float mask", "the padding part only", float_mask(additive(REAL[:, None, None, :])),
-            "only the padding part"),
+    Mistake(
+        "04 YT3 float mask",
+        "the padding part only",
+        float_mask(additive(REAL[:, None, None, :])),
+        "only the padding part",
+    ),
     Mistake("04 YT3 float mask", "(B, T, S): no heads axis", float_mask(additive(MAY[:, 0])), "heads axis"),
-    Mistake("04 YT3 float mask", "padding inverted", float_mask(additive(ALLOWED & ~REAL[:, None, None, :])),
-            "padding part is inverted"),
-    Mistake("04 YT3 float mask", "causal part inverted", float_mask(additive(~ALLOWED & REAL[:, None, None, :])),
-            "causal part is inverted"),
-    Mistake("04 YT3 float mask", "padding off by one (>)",
-            float_mask(additive(ALLOWED & (POSITIONS <= LENGTHS[:, None])[:, None, None, :])), "off by one"),
-    Mistake("04 YT3 float mask", "top-left causal part",
-            float_mask(additive(torch.ones(T, S, dtype=torch.bool).tril() & REAL[:, None, None, :])),
-            "top-left alignment"),
+    Mistake(
+        "04 YT3 float mask",
+        "padding inverted",
+        float_mask(additive(ALLOWED & ~REAL[:, None, None, :])),
+        "padding part is inverted",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "causal part inverted",
+        float_mask(additive(~ALLOWED & REAL[:, None, None, :])),
+        "causal part is inverted",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "padding off by one (>)",
+        float_mask(additive(ALLOWED & (POSITIONS <= LENGTHS[:, None])[:, None, None, :])),
+        "off by one",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "top-left causal part",
+        float_mask(additive(torch.ones(T, S, dtype=torch.bool).tril() & REAL[:, None, None, :])),
+        "top-left alignment",
+    ),
     Mistake("04 YT3 float mask", "a NumPy array", float_mask(additive(MAY).numpy()), "NumPy array"),
-    Mistake("04 YT3 float mask", "expanded over h = 2 heads", float_mask(additive(MAY.expand(B, h, T, S))),
-            "second axis must have size 1"),
+    Mistake(
+        "04 YT3 float mask",
+        "expanded over h = 2 heads",
+        float_mask(additive(MAY.expand(B, h, T, S))),
+        "second axis must have size 1",
+    ),
     # ----- Your turn 4: T new tokens after S - T cached ones ----------------------------------------
     Mistake(
         "04 YT4 cached causal",
@@ -221,7 +260,9 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "04 YT4 cached causal",
         "all S rows returned",
-        cached(lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x), attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[0]),
+        cached(
+            lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x), attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[0]
+        ),
         "all S positions",
     ),
     Mistake(
@@ -242,13 +283,24 @@ MISTAKES: list[Mistake] = [
         cached(call_with(lambda t, s: future(4, 6))),
         "take every size from past and new",
     ),
-    Mistake("04 YT4 cached causal", "the pair returned", cached(lambda m, p, x: m(x, keys(p, x), keys(p, x),
-            attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]))), "returned a tuple"),
+    Mistake(
+        "04 YT4 cached causal",
+        "the pair returned",
+        cached(lambda m, p, x: m(x, keys(p, x), keys(p, x), attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]))),
+        "returned a tuple",
+    ),
     Mistake(
         "04 YT4 cached causal",
         "the weights returned",
-        cached(lambda m, p, x: m(x, keys(p, x), keys(p, x), attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]),
-                                 average_attn_weights=False)[1]),
+        cached(
+            lambda m, p, x: m(
+                x,
+                keys(p, x),
+                keys(p, x),
+                attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]),
+                average_attn_weights=False,
+            )[1]
+        ),
         "looks like the attention weights",
     ),
     Mistake(
@@ -263,8 +315,12 @@ MISTAKES: list[Mistake] = [
         cached(lambda m, p, x: right_call(m, p, x).detach().numpy()),
         "must return a torch tensor",
     ),
-    Mistake("04 YT4 cached causal", "cast to float32", cached(lambda m, p, x: right_call(m, p, x).float()),
-            "returned torch.float32"),
+    Mistake(
+        "04 YT4 cached causal",
+        "cast to float32",
+        cached(lambda m, p, x: right_call(m, p, x).float()),
+        "returned torch.float32",
+    ),
 ]
 
 RIGHT: list[RightAnswer] = [
@@ -286,15 +342,23 @@ RIGHT: list[RightAnswer] = [
         "finfo(float16).min in float16",
         float_mask(additive(MAY, torch.finfo(torch.float16).min, torch.float16)),
     ),
-    RightAnswer("04 YT3 float mask", "a float (T, S) mask plus a (B, 1, 1, S) one",
-                float_mask(additive(ALLOWED) + additive(REAL[:, None, None, :]))),
+    RightAnswer(
+        "04 YT3 float mask",
+        "a float (T, S) mask plus a (B, 1, 1, S) one",
+        float_mask(additive(ALLOWED) + additive(REAL[:, None, None, :])),
+    ),
     RightAnswer("04 YT4 cached causal", "the inverted bottom-right mask", cached(right_call)),
-    RightAnswer("04 YT4 cached causal", "~causal_mask(T, S)", cached(call_with(lambda t, s: ~mha_torch.causal_mask(t, s)))),
+    RightAnswer(
+        "04 YT4 cached causal", "~causal_mask(T, S)", cached(call_with(lambda t, s: ~mha_torch.causal_mask(t, s)))
+    ),
     RightAnswer(
         "04 YT4 cached causal",
         "the whole sequence, then its last T rows",
-        cached(lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x),
-                                 attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[0][:, -x.shape[1]:]),
+        cached(
+            lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x), attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[
+                0
+            ][:, -x.shape[1] :]
+        ),
     ),
     RightAnswer(
         "04 YT4 cached causal",

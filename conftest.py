@@ -7,18 +7,29 @@
 - With pytest-xdist (``-n auto`` in pyproject.toml) tests spread over the cores; the scheduler
   below keeps every cell of one notebook together, so a notebook runs top to bottom in one kernel
   on one worker, while other notebooks and tests run beside it.
+- Property tests (Hypothesis) are reproducible: the profile "repeatable" (loaded here, before any
+  test module builds its ``@settings``) derives every example from the test itself, keeps no
+  example database and has no deadline, so the same code gives the same examples on every run and
+  every machine, CI's included, and a test never fails by chance. ``HYPOTHESIS_PROFILE=explore``
+  draws fresh random examples instead, to hunt for new failures by hand.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 import pytest
+from hypothesis import settings
 
 matplotlib.use("Agg")
 import matplotlib.font_manager  # builds the font cache now, see above
+
+settings.register_profile("repeatable", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 SHARED_BUILD = "tests/browser/test_site.py"
 SANITIZE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"

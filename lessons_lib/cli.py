@@ -43,6 +43,7 @@ DEFAULT_LAB_DIR = Path("my-lessons")
 MANIFEST = ".several-heads.json"
 LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
 SOLUTION_TAG = "solution"
+COLAB_TITLE = "#@title "  # a solution's first line in the learner copy: the bar Colab shows for it
 
 ADDED, UPDATED, UP_TO_DATE, KEPT, FRESH = "added", "updated", "up to date", "kept your changes", "fresh copy"
 
@@ -128,11 +129,21 @@ def _clear(notebook: Any) -> Any:
 
 
 def learner_notebook(notebook: Any) -> Any:
-    """The learner's version: nothing stored under any cell, every solution kept but collapsed."""
+    """The learner's version: nothing stored under any cell, every solution kept but collapsed.
+
+    JupyterLab collapses a cell whose ``jupyter.source_hidden`` is true; Colab ignores that and hides
+    the code of a *form* cell (``cellView: "form"``) instead, showing its ``#@title`` line as a bar
+    that opens it. A solution gets both, its first line becoming the same neutral title
+    (`COLAB_TITLE`), so the copy that Colab opens (``colab/``) hides the solutions too.
+    """
     learner = _clear(notebook)
     for cell in learner.cells:
         if SOLUTION_TAG in tags(cell):
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+            cell.metadata["cellView"] = "form"
+            first, _, rest = cell.source.partition("\n")
+            if first.startswith("# "):
+                cell.source = f"{COLAB_TITLE}{first.removeprefix('# ')}\n{rest}"
     return learner
 
 

@@ -2,6 +2,7 @@
 
     python scripts/regenerate_notebooks.py                 # every notebook in notebooks/
     python scripts/regenerate_notebooks.py notebooks/03_concatenate_and_project.ipynb
+    python scripts/regenerate_notebooks.py --colab-only     # only rewrite colab/ from notebooks/
 
 Execution counts then read 1, 2, 3, ... which the hygiene test checks. Run it after editing a
 lesson, then run the test command from the README to see what changed.
@@ -9,6 +10,10 @@ lesson, then run the test command from the README to see what changed.
 A solution cell (tag ``solution``) must run silently: its stored output would show the answer under
 the collapsed solution. If one produces any output the script stops with an error naming the
 cells, and does not write that notebook.
+
+Each lesson of ``notebooks/`` it writes also gets its learner copy written to ``colab/`` (what the
+README's "Open in Colab" badges open: no outputs, blank exercises, solutions hidden as Colab hides
+them), exactly as ``several-heads prepare`` writes it; ``tests/test_cli.py`` checks they are equal.
 """
 
 from __future__ import annotations
@@ -22,6 +27,16 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "notebooks"
+COLAB = ROOT / "colab"
+
+
+def write_colab_copy(path: Path) -> None:
+    """The learner copy of the lesson at ``path`` into colab/, as `several-heads prepare` writes it."""
+    from lessons_lib import cli
+
+    COLAB.mkdir(exist_ok=True)
+    cli.write_notebook(cli.learner_notebook(nbformat.read(path, as_version=4)), COLAB / path.name)  # type: ignore[no-untyped-call]
 
 
 def merge_streams(outputs: list[Any]) -> list[Any]:
@@ -83,11 +98,18 @@ def regenerate(path: Path) -> float:
             "no print, no checker call, nothing displayed):\n  " + "\n  ".join(loud)
         )
     nbformat.write(notebook, path)  # type: ignore[no-untyped-call]
+    if path.parent == LESSONS:
+        write_colab_copy(path)
     return time.perf_counter() - start
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(p).resolve() for p in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if argv == ["--colab-only"]:
+        for path in sorted(LESSONS.glob("[0-9][0-9]_*.ipynb")):
+            write_colab_copy(path)
+        print(f"wrote the learner copies of notebooks/ into {COLAB}")
+        return 0
+    paths = [Path(p).resolve() for p in argv] or sorted(LESSONS.glob("*.ipynb"))
     failed = 0
     for path in paths:
         try:

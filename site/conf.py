@@ -57,10 +57,13 @@ myst_enable_extensions = ["dollarmath", "substitution"]
 # On Binder, binder/postBuild writes the learner copy (no stored outputs, so no answer on screen) into
 # my-lessons/; every Binder link opens a lesson there, the theme's per-page launch buttons included.
 LEARNER_COPY = "my-lessons/"
+# Colab opens a notebook of the repository as it is: colab/ holds the same learner copy, committed
+# (scripts/regenerate_notebooks.py writes it), with each solution a form cell Colab folds.
+COLAB_COPY = "colab/"
 myst_substitutions = {
     # the learner copy that binder/postBuild writes, as the README's badges open it (no stored answers)
     "binder_lesson_01": f"[lesson 01 on Binder]({BINDER_LAUNCH}{LEARNER_COPY}01_one_head.ipynb)",
-    "colab_lesson_01": f"[lesson 01 on Colab]({COLAB_LAUNCH}notebooks/01_one_head.ipynb)",
+    "colab_lesson_01": f"[lesson 01 on Colab]({COLAB_LAUNCH}{COLAB_COPY}01_one_head.ipynb)",
     "repository": f"[{REPOSITORY_URL.removeprefix('https://')}]({REPOSITORY_URL})",
     # The landing page's launch button (lesson pages have the theme's launch menu); styled in site.css.
     "binder_button": (
@@ -95,7 +98,8 @@ html_show_copyright = False
 def _binder_opens_the_learner_copy(
     app: object, pagename: str, templatename: str, context: dict, doctree: object  # type: ignore[type-arg]
 ) -> None:
-    """The theme's Binder button opens the page's own path (notebooks/...); point it at the learner copy."""
+    """The theme's Binder and Colab buttons open the page's own path (notebooks/...), with every stored
+    answer; point them at the learner copies (my-lessons/ on Binder, colab/ on Colab)."""
     stack = list(context.get("header_buttons", []))
     while stack:
         button = stack.pop()
@@ -103,6 +107,8 @@ def _binder_opens_the_learner_copy(
         url = button.get("url", "")
         if url.startswith(BINDER_LAUNCH + "notebooks/"):
             button["url"] = BINDER_LAUNCH + LEARNER_COPY + url.removeprefix(BINDER_LAUNCH + "notebooks/")
+        elif url.startswith(COLAB_LAUNCH + "notebooks/"):
+            button["url"] = COLAB_LAUNCH + COLAB_COPY + url.removeprefix(COLAB_LAUNCH + "notebooks/")
 
 
 def setup(app: object) -> None:

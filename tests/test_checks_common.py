@@ -400,6 +400,14 @@ def test_every_verdict_keeps_its_words_in_short_lines(words: list[str]) -> None:
     assert all(len(line) <= VERDICT_WIDTH or " " not in line.strip() for line in text.split("\n"))
 
 
+@pytest.mark.parametrize("message", ["(a b c d e f g h i j k)" + "_" * 70, "_" * 70 + " (a b c d)____ x (e f)"])
+def test_a_group_glued_to_a_long_word_does_not_make_a_long_line(message: str) -> None:
+    """The two kinds of message that once made a line of 97 characters (found by the property above)."""
+    text = repr(failed("q", message))
+    assert text.split() == f"[q] not yet: {message}".split()
+    assert all(len(line) <= VERDICT_WIDTH or " " not in line.strip() for line in text.split("\n")), text
+
+
 def test_a_line_break_in_a_message_is_kept() -> None:
     assert repr(failed("q", "first line\nsecond line")) == "[q] not yet: first line\nsecond line"
 

@@ -174,13 +174,14 @@ def test_prepare_writes_a_learner_copy_of_every_lesson(
     assert status(out, "01_one.ipynb") == "added" and status(out, "02_two.ipynb") == "added"
     assert str(folder) in out
     copy, original = read(folder / "01_one.ipynb"), read(source / "01_one.ipynb")
-    assert [cell.source for cell in copy.cells] == [cell.source for cell in original.cells]
+    assert [cell.source for cell in copy.cells[:-1]] == [cell.source for cell in original.cells[:-1]]
+    assert copy.cells[-1].source == original.cells[-1].source.replace("# Solution", "#@title Solution")
     code_cells = [cell for cell in copy.cells if cell.cell_type == "code"]
     assert all(cell.outputs == [] and cell.execution_count is None for cell in code_cells)
     assert not any("execution" in cell.metadata for cell in copy.cells)
     assert "widgets" not in copy.metadata and copy.metadata["kernelspec"]["name"] == "python3"
     solution = copy.cells[-1]
-    assert solution.metadata["jupyter"]["source_hidden"] is True
+    assert solution.metadata["jupyter"]["source_hidden"] is True and solution.metadata["cellView"] == "form"
     assert solution.metadata["tags"] == ["solution", "hide-input"]
     hints = [cell for cell in copy.cells if "hint" in cell.metadata.get("tags", [])]
     assert [cell.source for cell in hints] == [HINT]
@@ -330,10 +331,25 @@ def test_prepare_of_the_real_lessons(capsys: pytest.CaptureFixture[str], tmp_pat
     assert [status(out, path.name) for path in lessons] == ["added"] * len(lessons)
     for path in lessons:
         copy, original = read(tmp_path / "mine" / path.name), read(path)
-        assert [cell.source for cell in copy.cells] == [cell.source for cell in original.cells]
+        solution = [("solution" in cell.metadata.get("tags", [])) for cell in original.cells]
+        assert [cell.source for cell, hidden in zip(copy.cells, solution, strict=True) if not hidden] == [
+            cell.source for cell, hidden in zip(original.cells, solution, strict=True) if not hidden
+        ]
         assert not any(cell.get("outputs") or cell.get("execution_count") for cell in copy.cells), path.name
-        solutions = [cell for cell in copy.cells if "solution" in cell.metadata.get("tags", [])]
+        solutions = [cell for cell, hidden in zip(copy.cells, solution, strict=True) if hidden]
         assert solutions and all(cell.metadata["jupyter"]["source_hidden"] for cell in solutions), path.name
+        # Colab hides a form cell's code under its title; the title says nothing of the answer.
+        assert all(cell.metadata["cellView"] == "form" for cell in solutions), path.name
+        originals = [cell for cell, hidden in zip(original.cells, solution, strict=True) if hidden]
+        for cell, source in zip(solutions, originals, strict=True):
+            assert cell.source == source.source.replace("# Solution", "#@title Solution", 1), path.name
+        # colab/ (what the Colab badges open) is exactly this copy: regenerate_notebooks.py writes it.
+        committed = ROOT / "colab" / path.name
+        assert committed.read_bytes() == (tmp_path / "mine" / path.name).read_bytes(), (
+            f"colab/{path.name} is not the learner copy of notebooks/{path.name}: run "
+            "python scripts/regenerate_notebooks.py --colab-only"
+        )
+    assert sorted(p.name for p in (ROOT / "colab").iterdir()) == [path.name for path in lessons]
 
 
 def test_nbgrader_writes_a_course_of_every_lesson(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ catch a problem even before any lesson exists.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +20,11 @@ import pytest
 from lessons_lib.checks import SOLUTION_FIRST_LINE, VERDICT_WIDTH
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+FOLD_SCRIPT = NOTEBOOK_DIR.parent / "scripts" / "fold_predict_reveals.py"
+_spec = importlib.util.spec_from_file_location("fold_predict_reveals", FOLD_SCRIPT)
+assert _spec is not None and _spec.loader is not None
+FOLD = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(FOLD)
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 Notebook = dict[str, Any]
@@ -365,6 +371,14 @@ def predict_problems(nb: Notebook) -> list[str]:
         for i in prompts
         if i + 1 >= len(cells) or cells[i + 1]["cell_type"] != "code"
     ]
+    # On the website the reveal's output is folded under a button (myst-nb's hide-output tag), so a
+    # reader decides before seeing it; JupyterLab and Colab ignore the tag (the copy there has no output).
+    problems += [
+        f"cell {i + 1}: the reveal of the Predict in cell {i} is not folded on the site (tag 'hide-output' and its "
+        "toggle's words): run python scripts/fold_predict_reveals.py"
+        for i in prompts
+        if i + 1 < len(cells) and cells[i + 1]["cell_type"] == "code" and not FOLD.folded(cells[i + 1])
+    ]
     return problems
 
 
@@ -471,12 +485,21 @@ def clean_notebook() -> Notebook:
             code("# NBVAL_IGNORE_OUTPUT: live widget; the next cell drives it\nw", 2, tags=["nbval-ignore-output"]),
             markdown("## Quick check"),
             code("from lessons_lib import mha_numpy\nfrom lessons_lib.checks import one_head\nx = 10", 3),
-            *[cell for n in range(4) for cell in [markdown("**Predict:** what prints?"), code("print(0)", 4 + n)]],
+            *[
+                cell
+                for n in range(4)
+                for cell in [markdown("**Predict:** what prints?"), folded_reveal(code("print(0)", 4 + n))]
+            ],
             *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n, minutes=2 + 3 * n)],
             figure(20),
             markdown("## What comes next\n\nLesson 02."),
         ],
     }
+
+
+def folded_reveal(cell: dict[str, Any]) -> dict[str, Any]:
+    FOLD.fold(cell)
+    return cell
 
 
 def figure(count: int) -> dict[str, Any]:
@@ -658,6 +681,11 @@ def two_predictions(nb: Notebook) -> None:
         nb["cells"][i]["source"] = "What prints?"
 
 
+def reveal_not_folded_on_the_site(nb: Notebook) -> None:
+    first = next(i for i, c in enumerate(nb["cells"]) if "**Predict:**" in source(c))
+    nb["cells"][first + 1]["metadata"] = {}
+
+
 def prediction_at_the_end(nb: Notebook) -> None:
     nb["cells"].append(markdown("**Predict:** what comes next?"))
 
@@ -718,6 +746,7 @@ BROKEN = [
     ("exercises", drop_a_check_cell),
     ("predictions", two_predictions),
     ("predictions", prediction_at_the_end),
+    ("predictions", reveal_not_folded_on_the_site),
     ("one_library_import_style", import_a_name),
     ("one_library_import_style", import_an_alias),
     ("one_library_import_style", import_internal),

@@ -10,7 +10,9 @@ puts, right after every check cell, one extra cell that
 * runs the removed solution's code in that copy, capturing anything it prints,
 * runs the check cell's statements in the copy and evaluates the expression its last statement
   prints (``print(<module>.check_<something>(...))``),
-* prints one marker line with the verdict, as JSON.
+* prints one marker line with the verdict, as JSON, and whether the notation letters the exercise's
+  statement declares (``several_heads.exercise.sizes`` on its "Your turn" cell) hold the values it
+  says in the kernel, before the solution runs (a learner typing ``T`` gets the statement's ``T``).
 
 Then it executes the notebook once, in a fresh kernel started in the lesson's folder, and requires:
 the whole notebook runs (nothing depends on a solution), every check cell printed "not answered
@@ -55,7 +57,15 @@ VERIFY = '''\
 def _several_heads_verify():
     import contextlib, io, json, traceback
     namespace = dict(globals())
-    report = {{"exercise": {number}, "printed": "", "verdict": None, "error": None}}
+    report = {{"exercise": {number}, "printed": "", "verdict": None, "error": None, "sizes": []}}
+    for name, wanted in {sizes!r}.items():
+        held = namespace.get(name, "<not defined>")
+        try:
+            same = bool(held == wanted) or (isinstance(wanted, list) and tuple(held) == tuple(wanted))
+        except Exception:
+            same = False
+        if not same:
+            report["sizes"].append(f"{{name}} is {{held!r}} in the kernel; the statement says {{wanted!r}}")
     try:
         solution = get_ipython().transform_cell({solution!r})
         with contextlib.redirect_stdout(io.StringIO()) as printed:
@@ -81,6 +91,7 @@ class Exercise:
     number: int
     check: str  # the check cell's source
     solution: str  # the solution cell's source
+    sizes: dict[str, Any]  # the notation letters the statement uses and their values
 
 
 def exercises(notebook: Any) -> list[Exercise]:
@@ -92,7 +103,12 @@ def exercises(notebook: Any) -> list[Exercise]:
             continue
         following = [c for c in cells[i + 1 : i + 3] if "solution" in tags(c)]
         assert following, f"check cell {i} is not followed by its solution (or a hint, then the solution)"
-        found.append(Exercise(len(found) + 1, cell.source, following[0].source))
+        start = max([j + 1 for j, c in enumerate(cells[:i]) if "check" in tags(c)], default=0)  # after the last check
+        statements = [
+            c for c in cells[start:i] if c.cell_type == "markdown" and c.source.lstrip().startswith("**Your turn")
+        ]
+        spec = statements[-1].get("metadata", {}).get("several_heads", {}).get("exercise", {}) if statements else {}
+        found.append(Exercise(len(found) + 1, cell.source, following[0].source, dict(spec.get("sizes", {}))))
     return found
 
 
@@ -127,7 +143,8 @@ def verifying_notebook(lesson: Any) -> tuple[Any, list[Exercise]]:
             exercise = next(checks)
             setup, verdict = split_check(exercise.check)
             source = VERIFY.format(
-                number=exercise.number, solution=exercise.solution, setup=setup, verdict=verdict, marker=MARKER
+                number=exercise.number, solution=exercise.solution, setup=setup, verdict=verdict, marker=MARKER,
+                sizes=exercise.sizes,
             )
             cells.append(new_code_cell(source, metadata={"tags": ["verify-solution"]}))
     student.cells = cells
@@ -175,6 +192,7 @@ def solution_problems(lesson: Any, folder: Path) -> list[str]:
             problems.append(f"{where} (or its check) raised:\n{report['error']}")
         elif not CORRECT.match(report["verdict"]):
             problems.append(f"{where}: the checker said {report['verdict']!r}")
+        problems += [f"exercise {report['exercise']}: {wrong}" for wrong in report["sizes"]]
         if report["printed"]:
             problems.append(f"{where} printed {report['printed']!r}; a solution cell prints nothing")
     return problems
@@ -271,6 +289,20 @@ def test_the_check_cell_statements_run_in_the_copy(tmp_path: Path) -> None:
     check = 'width = globals().get("width", 4) + 1\nprint(check_area(area, width))'
     only_6 = f"{SOLUTION_FIRST_LINE}\ndef area(w, h):\n    return 12 if w == 6 else 0"
     assert solution_problems(tiny_lesson(check2=check, solution2=only_6), tmp_path) == []
+
+
+def test_a_notation_letter_the_kernel_holds_otherwise_is_reported(tmp_path: Path) -> None:
+    """The statement of exercise 1 says x = 20 (the kernel holds 21) and T = 3 (never defined)."""
+    lesson = tiny_lesson()
+    declared = {"several_heads": {"exercise": {"solution": "s", "sizes": {"x": 20, "T": 3}}}}
+    statement = new_markdown_cell("**Your turn 1** (difficulty 1/3, importance 1/3, about 1 min): double x.",
+                                  metadata=declared)
+    lesson.cells.insert(2, statement)
+    problems = solution_problems(lesson, tmp_path)
+    assert problems == ["exercise 1: x is 21 in the kernel; the statement says 20",
+                        "exercise 1: T is '<not defined>' in the kernel; the statement says 3"], problems
+    statement.metadata["several_heads"]["exercise"]["sizes"] = {"x": 21}
+    assert solution_problems(lesson, tmp_path) == []
 
 
 @pytest.mark.parametrize("source", ["check_double(1)", "print(check_double(1), end='')", "x = 1\nprint(1, 2)", ""])

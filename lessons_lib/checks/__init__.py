@@ -110,17 +110,26 @@ class Verdict:
         bracketed group such as a shape ``(B, h, T, d_h)``; continuation lines are indented, and a line
         break inside the message starts a new line.
         """
-        # A short bracketed group, such as a shape "(B, h, T, d_h)", stays on one line: its spaces are
-        # swapped for a character textwrap does not break at, and back.
-        text = _SHORT_GROUP.sub(lambda group: group[0].replace(" ", _KEEP), self.line)
-        lines = (
-            textwrap.fill(part, VERDICT_WIDTH, subsequent_indent="    ", break_long_words=False,
-                          break_on_hyphens=False)
-            for part in text.split("\n")
-        )
-        return "\n".join(lines).replace(_KEEP, " ")
+        return "\n".join(_wrap(part) for part in self.line.split("\n"))
 
     __str__ = __repr__
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, VERDICT_WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+
+
+def _wrap(part: str) -> str:
+    """One line of a verdict in lines of at most `VERDICT_WIDTH` characters, broken between words.
+
+    A short bracketed group, such as a shape "(B, h, T, d_h)", stays on one line: its spaces are swapped
+    for a character textwrap does not break at, and back. When a group glued to other characters would
+    make a line too long, the part is wrapped at every space instead.
+    """
+    kept = _fill(_SHORT_GROUP.sub(lambda group: group[0].replace(" ", _KEEP), part))
+    if any(len(line) > VERDICT_WIDTH and _KEEP in line for line in kept.split("\n")):
+        return _fill(part)
+    return kept.replace(_KEEP, " ")
 
 
 def passed(question: str, message: str) -> Verdict:

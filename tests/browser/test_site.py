@@ -60,7 +60,11 @@ PREDICTIONS_JS = """
   const cells = Array.from(document.querySelectorAll('article div.cell'));
   const next = cells.find(cell => p.compareDocumentPosition(cell) & Node.DOCUMENT_POSITION_FOLLOWING);
   const input = next ? next.querySelector('.cell_input') : null;
-  return {folded: p.closest('details') !== null, next: input ? input.innerText.trim() : ''};
+  const toggle = next ? next.querySelector(':scope > details.hide.below-input') : null;
+  const output = toggle ? toggle.querySelector('.cell_output') : null;
+  return {folded: p.closest('details') !== null, next: input ? input.innerText.trim() : '',
+          result: toggle ? toggle.querySelector('summary').innerText.trim() : '',
+          hidden: output !== null && !toggle.open && !output.checkVisibility()};
 })
 """
 IMAGES_JS = """
@@ -231,6 +235,8 @@ def check_predictions(page: Any, notebook_cells: list[dict[str, Any]]) -> None:
     for prediction, reveal in zip(shown, reveals, strict=True):
         assert not prediction["folded"], "a Predict: line is folded away"
         assert prediction["next"].startswith(reveal), f"a Predict: line is followed by {prediction['next'][:60]!r}"
+        # The reveal's output is folded: a reader decides before clicking "Show the result".
+        assert prediction["result"] == "Show the result" and prediction["hidden"], prediction
 
 
 def check_widget_notes(page: Any, notebook_cells: list[dict[str, Any]], shots: Path) -> None:
@@ -257,6 +263,9 @@ def check_buttons(page: Any, notebook: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     badge = next(link for link in BADGE.findall(readme) if link.endswith(f"/{LESSON}.ipynb"))
     assert page.locator(f'a[href="{badge}"]').count() == 1, f"no Binder button opening {badge}"
+    colab = f"/colab/{LESSON}.ipynb"  # the learner copy, not notebooks/ with every stored answer
+    assert page.locator(f'a[href*="colab.research.google.com"][href$="{colab}"]').count() == 1, "no Colab button"
+    assert page.locator('a[href*="colab.research.google.com"][href*="/notebooks/"]').count() == 0
     assert page.locator(".dropdown-launch-buttons").is_visible()
     download = page.locator(f'a[href$="_sources/notebooks/{LESSON}.ipynb"]')
     assert download.count() == 1 and page.locator(".dropdown-download-buttons").is_visible()

@@ -1,0 +1,96 @@
+"""No Predict's answer shares the screen with its question, in JupyterLab, on the learner copy.
+
+``several-heads prepare`` writes the lessons and JupyterLab serves them, as ``several-heads lab``
+does, in headless Chromium at 1440 x 900 (a laptop). For every ``**Predict:**`` of a lesson, the
+question is scrolled to the top of the notebook and every piece of text the learner can then see is
+read (a folded ``<details>`` block shows only its summary): none may contain an answer phrase the
+Predict declares (``several_heads.predict.answer``, see ``tests/answer_guard.py``). Nothing is run:
+this is the screen of a learner who has not yet run the reveal. Lessons whose items are still listed
+in ``KNOWN_LEAKS`` (``tests/test_answer_guard.py``) are left out until they are rebuilt.
+Fixtures come from conftest.py beside this file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from test_jupyterlab import KERNEL_READY_SECONDS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the guard's own module
+from answer_guard import LESSONS, contains
+from test_answer_guard import KNOWN_LEAKS
+
+LAPTOP = {"width": 1440, "height": 900}
+CHECKED = [path.name for path in LESSONS if path.name[:2] not in KNOWN_LEAKS]
+
+# The text of every text node of the notebook that has a box inside the notebook's visible area.
+VISIBLE_TEXT_JS = """
+(notebook) => {
+  const scroller = notebook.closest('.jp-WindowedPanel-outer') || notebook.parentElement;
+  const view = scroller.getBoundingClientRect();
+  const walker = document.createTreeWalker(notebook, NodeFilter.SHOW_TEXT);
+  const seen = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const box of range.getClientRects()) {
+      if (box.width > 0 && box.height > 0 && box.bottom > view.top + 1 && box.top < view.bottom - 1) {
+        seen.push(node.textContent);
+        break;
+      }
+    }
+  }
+  return seen.join(' ');
+}
+"""
+
+
+def predicts(path: Path) -> list[tuple[int, list[str]]]:
+    """(cell index, declared answer phrases) of every Predict of the lesson."""
+    cells = nbformat.read(path, as_version=4).cells  # type: ignore[no-untyped-call]
+    return [
+        (i, list(cell.metadata.get("several_heads", {}).get("predict", {}).get("answer", [])))
+        for i, cell in enumerate(cells)
+        if cell.cell_type == "markdown" and "**Predict:**" in cell.source
+    ]
+
+
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_no_predict_answer_is_on_screen_before_its_reveal(
+    learner_lab: Any, browser: Any, tmp_path: Path, lesson: str
+) -> None:
+    path = learner_lab.root / lesson
+    page = browser.new_page(viewport=LAPTOP)
+    try:
+        page.goto(learner_lab.url(f"lab/tree/{lesson}?reset"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=KERNEL_READY_SECONDS * 1000)
+        notebook = page.locator(".jp-NotebookPanel .jp-Notebook").first
+        cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        found = predicts(path)
+        assert len(found) >= 3 and all(phrases for _, phrases in found), found
+        problems = []
+        for index, phrases in found:
+            question = cells.nth(index)
+            question.locator(".jp-RenderedMarkdown").first.wait_for(timeout=10_000)
+            question.evaluate("cell => cell.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(150)  # let the rendered markdown below settle
+            shown = page.evaluate(VISIBLE_TEXT_JS, notebook.element_handle())
+            assert "Predict:" in shown, f"cell {index}: the question is not on screen after scrolling to it"
+            visible = [phrase for phrase in phrases if contains(shown, phrase)]
+            problems += [f"cell {index}: {phrase!r} is on screen with the question" for phrase in visible]
+            if visible:
+                page.screenshot(path=str(tmp_path / f"predict_{index}.png"))
+        assert not problems, f"{lesson} at 1440 x 900: an answer is visible before its reveal runs:\n" + "\n".join(
+            problems
+        )
+    finally:
+        with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
+            page.screenshot(path=str(tmp_path / "last_state.png"))
+        page.close()
+        learner_lab.shut_down_kernels()

@@ -212,6 +212,14 @@ MISTAKES: list[Mistake] = [
         float_mask(additive(torch.ones(T, S, dtype=torch.bool).tril() & REAL[:, None, None, :])),
         "top-left alignment",
     ),
+    Mistake(
+        "04 YT3 float mask",
+        "section 6's hand-typed padding (lengths 6, 4)",
+        float_mask(
+            additive(ALLOWED & torch.tensor([[False] * 6, [False] * 4 + [True] * 2])[:, None, None, :].logical_not())
+        ),
+        "wrong lengths",
+    ),
     Mistake("04 YT3 float mask", "a NumPy array", float_mask(additive(MAY).numpy()), "NumPy array"),
     Mistake(
         "04 YT3 float mask",

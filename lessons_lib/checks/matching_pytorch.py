@@ -345,14 +345,17 @@ def check_float_mask(mask: Any, allowed: Any, lengths: Any = None) -> Verdict:
         )
     else:
         sizes = _lengths(lengths, S)
+        generic = ("right shape, wrong pattern: these numbers do not keep exactly the allowed positions that are "
+                   "real tokens of each sequence (0) and block the others")
         verdict = _additive_verdict(
             question, answer, _padded(allowed_mask, sizes), mistakes=_padded_mistakes(allowed_mask, sizes),
             shape_message=lambda shape: _padded_shape_message(shape, len(sizes), T, S),
             right="(B, 1, T, S): each query keeps the allowed scores of its own sequence's real tokens, -inf "
                   "sends the rest to exactly 0, and the axis of size 1 broadcasts over the heads",
-            generic="right shape, wrong pattern: these numbers do not keep exactly the allowed positions that are "
-                    "real tokens of each sequence (0) and block the others",
+            generic=generic,
         )
+        other = _other_lengths(answer, allowed_mask, sizes) if verdict.message == generic else None
+        verdict = verdict if other is None else failed(question, other)
     return _torch_only(question, verdict, mask, allowed, "scaled_dot_product_attention(attn_mask=...)")
 
 
@@ -373,6 +376,28 @@ def _padded(allowed: Bools, sizes: NDArray[np.int64]) -> Bools:
     """``(B, 1, T, S)``: allowed by ``allowed (T, S)`` and a real token of sequence b."""
     real = np.arange(allowed.shape[1])[None, :] < sizes[:, None]  # (B, S)
     return allowed[None, None, :, :] & real[:, None, None, :]
+
+
+def _other_lengths(answer: NDArray[Any], allowed: Bools, sizes: NDArray[np.int64]) -> str | None:
+    """The diagnosis for a ``(B, 1, T, S)`` mask that is right but for other lengths (such as the padding
+    typed by hand in section 6), or ``None``."""
+    S = allowed.shape[1]
+    with np.errstate(invalid="ignore"):
+        keeps = answer == 0
+    if keeps.shape != (len(sizes), 1, *allowed.shape) or np.isnan(answer.astype(np.float64)).any():
+        return None
+    found = []
+    for b, length in enumerate(sizes.tolist()):
+        matches = [n for n in range(S + 1) if np.array_equal(keeps[b, 0], allowed & (np.arange(S) < n))]
+        if not matches:
+            return None
+        if length not in matches:
+            found.append((b, matches[0], length))
+    if not found:
+        return None
+    b, n, length = found[0]
+    return (f"right shape, wrong lengths: sequence {b} is cut after {n} real tokens, but lengths[{b}] = {length}: "
+            "take the padding from the lengths tensor, not from an earlier example")
 
 
 def _padded_mistakes(allowed: Bools, sizes: NDArray[np.int64]) -> list[tuple[Bools, str]]:

@@ -2671,6 +2671,18 @@ BAD_INPUTS = [
         ("mha must be an nn.MultiheadAttention with one in_proj_weight, got str"),
     ),
     Bad(
+        "checks.matching_pytorch.check_cached_causal_mha",
+        "check_cached_causal_mha_past_of_another_batch",
+        lambda: matching_pytorch.check_cached_causal_mha(
+            None, torch.nn.MultiheadAttention(8, 2, batch_first=True), torch.ones(1, 2, 8), torch.ones(2, 3, 8)
+        ),
+        ValueError,
+        (
+            "past must be (B, S - T, D) and new (B, T, D) with one B, D = 8, S - T >= 1 and T >= 2, "
+            "got (1, 2, 8) and (2, 3, 8)"
+        ),
+    ),
+    Bad(
         "checks.matching_pytorch.check_key_padding_mask",
         "check_key_padding_mask_float_S",
         lambda: matching_pytorch.check_key_padding_mask(np.zeros((2, 4), dtype=bool), np.array([2, 3]), 4.0),

@@ -8,6 +8,7 @@ catch a problem even before any lesson exists.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +20,11 @@ import pytest
 from lessons_lib.checks import SOLUTION_FIRST_LINE, VERDICT_WIDTH
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+FOLD_SCRIPT = NOTEBOOK_DIR.parent / "scripts" / "fold_predict_reveals.py"
+_spec = importlib.util.spec_from_file_location("fold_predict_reveals", FOLD_SCRIPT)
+assert _spec is not None and _spec.loader is not None
+FOLD = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(FOLD)
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 Notebook = dict[str, Any]
@@ -368,9 +374,10 @@ def predict_problems(nb: Notebook) -> list[str]:
     # On the website the reveal's output is folded under a button (myst-nb's hide-output tag), so a
     # reader decides before seeing it; JupyterLab and Colab ignore the tag (the copy there has no output).
     problems += [
-        f"cell {i + 1}: the reveal of the Predict in cell {i} must carry the tag 'hide-output' (folded on the site)"
+        f"cell {i + 1}: the reveal of the Predict in cell {i} is not folded on the site (tag 'hide-output' and its "
+        "toggle's words): run python scripts/fold_predict_reveals.py"
         for i in prompts
-        if i + 1 < len(cells) and cells[i + 1]["cell_type"] == "code" and "hide-output" not in tags(cells[i + 1])
+        if i + 1 < len(cells) and cells[i + 1]["cell_type"] == "code" and not FOLD.folded(cells[i + 1])
     ]
     return problems
 
@@ -481,13 +488,18 @@ def clean_notebook() -> Notebook:
             *[
                 cell
                 for n in range(4)
-                for cell in [markdown("**Predict:** what prints?"), code("print(0)", 4 + n, tags=["hide-output"])]
+                for cell in [markdown("**Predict:** what prints?"), folded_reveal(code("print(0)", 4 + n))]
             ],
             *[cell for n in range(4) for cell in exercise(n + 1, 8 + 3 * n, minutes=2 + 3 * n)],
             figure(20),
             markdown("## What comes next\n\nLesson 02."),
         ],
     }
+
+
+def folded_reveal(cell: dict[str, Any]) -> dict[str, Any]:
+    FOLD.fold(cell)
+    return cell
 
 
 def figure(count: int) -> dict[str, Any]:

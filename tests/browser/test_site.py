@@ -60,7 +60,11 @@ PREDICTIONS_JS = """
   const cells = Array.from(document.querySelectorAll('article div.cell'));
   const next = cells.find(cell => p.compareDocumentPosition(cell) & Node.DOCUMENT_POSITION_FOLLOWING);
   const input = next ? next.querySelector('.cell_input') : null;
-  return {folded: p.closest('details') !== null, next: input ? input.innerText.trim() : ''};
+  const toggle = next ? next.querySelector(':scope > details.hide.below-input') : null;
+  const output = toggle ? toggle.querySelector('.cell_output') : null;
+  return {folded: p.closest('details') !== null, next: input ? input.innerText.trim() : '',
+          result: toggle ? toggle.querySelector('summary').innerText.trim() : '',
+          hidden: output !== null && !toggle.open && !output.checkVisibility()};
 })
 """
 IMAGES_JS = """
@@ -231,6 +235,8 @@ def check_predictions(page: Any, notebook_cells: list[dict[str, Any]]) -> None:
     for prediction, reveal in zip(shown, reveals, strict=True):
         assert not prediction["folded"], "a Predict: line is folded away"
         assert prediction["next"].startswith(reveal), f"a Predict: line is followed by {prediction['next'][:60]!r}"
+        # The reveal's output is folded: a reader decides before clicking "Show the result".
+        assert prediction["result"] == "Show the result" and prediction["hidden"], prediction
 
 
 def check_widget_notes(page: Any, notebook_cells: list[dict[str, Any]], shots: Path) -> None:

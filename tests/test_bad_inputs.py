@@ -2627,6 +2627,20 @@ BAD_INPUTS = [
         ValueError,
         ("the weights must be (D, D) = (8, 8) and heads must divide D = 8"),
     ),
+    Bad(
+        "checks.concatenate_and_project.check_head_contribution",
+        "check_head_contribution_wo_shape",
+        lambda: concatenate_and_project.check_head_contribution(None, np.ones((1, 2, 3, 4)), np.ones((8, 4))),
+        ValueError,
+        ("wo must be (D, D) = (8, 8) for heads_out of shape (1, 2, 3, 4), got (8, 4)"),
+    ),
+    Bad(
+        "checks.concatenate_and_project.check_time_major_merge",
+        "check_time_major_merge_heads_not_dividing",
+        lambda: concatenate_and_project.check_time_major_merge(None, np.ones((6, 3, 2)), 4),
+        ValueError,
+        ("heads must be a positive int dividing folded.shape[0] = 6, got 4"),
+    ),
     # ----- checks.matching_pytorch -------------------------------------------------------------------
     Bad(
         "checks.matching_pytorch.check_mha_mask",
@@ -2655,6 +2669,18 @@ BAD_INPUTS = [
         lambda: matching_pytorch.check_causal_mha(None, "mha", torch.ones(1, 3, 8)),
         TypeError,
         ("mha must be an nn.MultiheadAttention with one in_proj_weight, got str"),
+    ),
+    Bad(
+        "checks.matching_pytorch.check_cached_causal_mha",
+        "check_cached_causal_mha_past_of_another_batch",
+        lambda: matching_pytorch.check_cached_causal_mha(
+            None, torch.nn.MultiheadAttention(8, 2, batch_first=True), torch.ones(1, 2, 8), torch.ones(2, 3, 8)
+        ),
+        ValueError,
+        (
+            "past must be (B, S - T, D) and new (B, T, D) with one B, D = 8, S - T >= 1 and T >= 2, "
+            "got (1, 2, 8) and (2, 3, 8)"
+        ),
     ),
     Bad(
         "checks.matching_pytorch.check_key_padding_mask",

@@ -281,6 +281,8 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "nn.Linear weight": lambda a: cp.check_linear_weight(a, _q),
     "nn.MultiheadAttention mask": lambda a: mp.check_mha_mask(a, mha_numpy.causal_mask(3, 5)),
     "layer output": lambda a: cp.check_combine(a, _heads, _rng.normal(size=(4, 4))),
+    "head contribution": lambda a: cp.check_head_contribution(lambda x, w, i: a, _heads, _rng.normal(size=(4, 4))),
+    "sequence-first merge": lambda a: cp.check_time_major_merge(lambda f, n: a, _heads.reshape(4, 3, 2), 2),
     "weight entries": lambda a: ih.check_weight_entries(a, B=2, h=4, T=3, S=5),
     "head count": lambda a: ih.check_head_count(a, 16, 4),
     "head columns": lambda a: ih.check_head_columns(a, _rng.normal(size=(8, 8)), 1, 2),
@@ -299,7 +301,8 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "induction score": lambda a: hw.check_induction_function(lambda weights, L: a),
     "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
 }
-FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score")  # None from a function: "returned None"
+# None from a function: "returned None"
+FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score", "head contribution", "sequence-first merge")
 
 
 @pytest.mark.parametrize("label", sorted(CHECKERS))

@@ -17,10 +17,12 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.concatenate_and_project import (
     check_combine,
     check_fixed_forward,
+    check_head_contribution,
     check_linear_from_numpy,
     check_linear_weight,
     check_merge,
     check_merge_function,
+    check_time_major_merge,
 )
 
 B, h, T, d_h = 2, 3, 4, 2
@@ -141,8 +143,8 @@ def test_merge_mistakes_have_their_own_messages(heads_out: Floats) -> None:
 
 def test_merge_other_shape_and_other_numbers(heads_out: Floats) -> None:
     assert_fails(check_merge(np.zeros((B, D)), heads_out), "expected shape", str((B, T, D)))
-    assert_fails(check_merge(np.zeros((B, T, D)), heads_out), "numbers")
-    assert_fails(check_merge(np.zeros((B, T, D), dtype=int), heads_out), "numbers are not a merge")
+    assert_fails(check_merge(np.zeros((B, T, D)), heads_out), "right shape (B, T, D), wrong numbers")
+    assert_fails(check_merge(np.zeros((B, T, D), dtype=int), heads_out), "wrong numbers: not a merge")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
@@ -194,6 +196,27 @@ def test_merge_function_refuses_the_library(heads_out: Floats) -> None:
     for library in (mha_numpy.merge_heads, lambda x: mha_numpy.merge_heads(x),
                     lambda x: mha_torch.merge_heads(torch.from_numpy(x))):
         assert_fails(check_merge_function(library, heads_out), "calls the library's merge_heads")
+
+
+def test_merge_function_refuses_the_lessons_merge_and_private_helpers(heads_out: Floats) -> None:
+    from lessons_lib.plotting import head_merge
+
+    def merge(x: Floats) -> Floats:  # the notebook's own merge, defined after the exercise
+        return concatenate_heads(x)
+
+    assert_fails(check_merge_function(lambda x: merge(x), heads_out), "calls the lesson's merge")
+    assert_fails(check_merge_function(lambda x: mha_numpy._merge_heads(x), heads_out), "_merge_heads")
+    per_sequence = lambda x: np.stack([head_merge.merge_blocks(s)[0] for s in x])  # noqa: E731
+    assert_fails(check_merge_function(per_sequence, heads_out), "merge_blocks")
+
+
+def test_merge_function_names_axis_mix_ups(heads_out: Floats) -> None:
+    all_axes = lambda x: x.T.reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
+    assert_fails(check_merge_function(all_axes, heads_out), "reverses ALL four axes")
+    last_two = lambda x: x.swapaxes(-1, -2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
+    assert_fails(check_merge_function(last_two, heads_out), "swapped the last two axes")
+    blocks = lambda x: [x[:, i] for i in range(x.shape[1])]  # noqa: E731
+    assert_fails(check_merge_function(blocks, heads_out), "one after another", "(h, B, T, d_h)")
 
 
 def test_merge_function_names_concatenate_of_the_array() -> None:
@@ -283,7 +306,7 @@ def test_combine_wrong_merge(heads_out: Floats, wo: Floats) -> None:
 
 def test_combine_wrong_shape_and_numbers(heads_out: Floats, wo: Floats) -> None:
     assert_fails(check_combine(np.zeros((B, D)), heads_out, wo), "expected shape")
-    assert_fails(check_combine(np.zeros((B, T, D)), heads_out, wo), "not the layer output")
+    assert_fails(check_combine(np.zeros((B, T, D)), heads_out, wo), "right shape (B, T, D), wrong numbers")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
@@ -297,6 +320,154 @@ def test_combine_bad_reference(heads_out: Floats) -> None:
         check_combine(np.zeros((B, T, D)), heads_out, np.zeros((D + 1, D + 1)))
     with pytest.raises(ValueError, match=r"wo must have 2 axes"):
         check_combine(np.zeros((B, T, D)), heads_out, np.zeros(D))
+
+
+# ---- one head's contribution (a function) -------------------------------------------------
+
+
+def rows_of_head(x: Floats, w: Floats, i: int) -> Floats:
+    """The right answer: head i's features meet rows i*d_h .. (i+1)*d_h - 1 of W_o."""
+    width = x.shape[-1]
+    result: Floats = x[:, i] @ w[i * width : (i + 1) * width]
+    return result
+
+
+def test_head_contribution_blank(heads_out: Floats, wo: Floats) -> None:
+    assert_unanswered(check_head_contribution(blank, heads_out, wo), "write the body", "(B, T, D)")
+    assert_unanswered(check_head_contribution(None, heads_out, wo), "write")
+
+
+def test_head_contribution_correct_and_adds_up(heads_out: Floats, wo: Floats) -> None:
+    assert_passes(check_head_contribution(rows_of_head, heads_out, wo), "add up")
+    total = sum(rows_of_head(heads_out, wo, i) for i in range(h))
+    assert np.allclose(total, mha_numpy.merge_heads(heads_out) @ wo)
+
+    def zero_the_others(x: Floats, w: Floats, i: int) -> Floats:
+        kept = np.zeros_like(x)
+        kept[:, i] = x[:, i]
+        result: Floats = mha_numpy.merge_heads(kept) @ w
+        return result
+
+    assert check_head_contribution(zero_the_others, heads_out, wo).ok
+
+
+def test_head_contribution_accepts_torch_float32(heads_out: Floats, wo: Floats) -> None:
+    torch = pytest.importorskip("torch")
+
+    def in_torch(x: Floats, w: Floats, i: int) -> Any:
+        return torch.from_numpy(rows_of_head(x, w, i)).float()
+
+    assert check_head_contribution(in_torch, heads_out, wo).ok
+
+
+CONTRIBUTION_MISTAKES: list[tuple[str, Callable[[Floats, Floats, int], Any], tuple[str, ...]]] = [
+    ("transposed", lambda x, w, i: rows_of_head(x, w.T, i), ("W_o is transposed",)),
+    ("next head", lambda x, w, i: rows_of_head(x, w, (i + 1) % x.shape[1]), ("counted from 0",)),
+    ("first rows", lambda x, w, i: x[:, i] @ w[: x.shape[-1]], ("belong to head 0",)),
+    ("every h-th row", lambda x, w, i: x[:, i] @ w[i :: x.shape[1]], ("every h-th row",)),
+    ("whole output", lambda x, w, i: mha_numpy.merge_heads(x) @ w, ("the whole output",)),
+    ("equal share", lambda x, w, i: mha_numpy.merge_heads(x) @ w / x.shape[1], ("equal share", "1/h = 1/3")),
+    ("no W_o", lambda x, w, i: x[:, i], ("W_o is missing",)),
+    ("averaged blocks", lambda x, w, i: x[:, i] @ w.reshape(x.shape[1], x.shape[-1], -1).mean(axis=0),
+     ("averaged W_o's h blocks",)),
+    ("columns", lambda x, w, i: x[:, i] @ w[:, i * x.shape[-1] : (i + 1) * x.shape[-1]],
+     ("for i = 0", "raised ValueError", "meet d_h rows of wo")),
+]
+
+
+@pytest.mark.parametrize("mistake, wrong, words", CONTRIBUTION_MISTAKES, ids=[m[0] for m in CONTRIBUTION_MISTAKES])
+def test_head_contribution_mistakes(
+    heads_out: Floats, wo: Floats, mistake: str, wrong: Callable[[Floats, Floats, int], Any], words: tuple[str, ...]
+) -> None:
+    assert_fails(check_head_contribution(wrong, heads_out, wo), *words)
+
+
+def test_head_contribution_the_notebooks_wo_or_sizes(heads_out: Floats, wo: Floats) -> None:
+    lesson_wo = lambda x, w, i: rows_of_head(x, wo, i)  # noqa: E731
+    assert_fails(check_head_contribution(lesson_wo, heads_out, wo), "your W_o is not the wo given")
+    width_2 = lambda x, w, i: x[:, i] @ w[i * 2 : (i + 1) * 2]  # noqa: E731  d_h = 2 hard-coded
+    assert_fails(check_head_contribution(width_2, heads_out, wo), "sizes hard-coded", "Read B, h, T, d_h")
+
+
+def test_head_contribution_shape_and_numbers(heads_out: Floats, wo: Floats) -> None:
+    assert_fails(check_head_contribution(lambda x, w, i: np.zeros((B, D)), heads_out, wo), "expected shape")
+    assert_fails(check_head_contribution(lambda x, w, i: np.zeros((B, T, D)), heads_out, wo),
+                 "right shape (B, T, D), wrong numbers")
+    for odd in ODD_ANSWERS:
+        verdict = check_head_contribution(lambda x, w, i, odd=odd: odd, heads_out, wo)
+        assert not verdict.ok and verdict.answered, verdict
+
+
+def test_head_contribution_bad_reference(heads_out: Floats) -> None:
+    with pytest.raises(ValueError, match=r"wo must be \(D, D\)"):
+        check_head_contribution(blank, heads_out, np.zeros((D, D + 1)))
+    with pytest.raises(ValueError, match=r"heads_out must have 4 axes"):
+        check_head_contribution(blank, np.zeros((B, T, D)), np.zeros((D, D)))
+
+
+# ---- the sequence-first merge of folded heads (a function) --------------------------------
+
+
+def sequence_first(folded: Floats, heads: int) -> Floats:
+    """The right answer, written independently: unfold, merge each sequence, then put T first."""
+    rows = folded.shape[0]
+    per_sequence = [concatenate_heads(folded[b * heads : (b + 1) * heads][None])[0] for b in range(rows // heads)]
+    return np.stack(per_sequence, axis=1)  # (T, B, D)
+
+
+@pytest.fixture
+def folded(heads_out: Floats) -> Floats:
+    """``heads_out`` folded to ``(B*h, T, d_h)``: row ``b*h + i`` is head ``i`` of sequence ``b``."""
+    return heads_out.reshape(B * h, T, d_h)
+
+
+def test_time_major_merge_blank(folded: Floats) -> None:
+    assert_unanswered(check_time_major_merge(blank, folded, h), "write the body", "(T, B, D)")
+
+
+def test_time_major_merge_correct(folded: Floats) -> None:
+    assert_passes(check_time_major_merge(sequence_first, folded, h), str((T, B, D)))
+    swap = lambda f, n: f.swapaxes(0, 1).reshape(f.shape[1], f.shape[0] // n, -1)  # noqa: E731
+    assert check_time_major_merge(swap, folded, h).ok
+
+
+TIME_MAJOR_MISTAKES: list[tuple[str, Callable[[Floats, int], Any], tuple[str, ...]]] = [
+    ("batch first", lambda f, n: mha_numpy.merge_heads(f.reshape(-1, n, *f.shape[1:])), ("batch first",)),
+    ("head-major", lambda f, n: sequence_first(f.reshape(n, -1, *f.shape[1:]).swapaxes(0, 1).reshape(f.shape), n),
+     ("head-major",)),
+    ("direct", lambda f, n: f.reshape(f.shape[1], f.shape[0] // n, -1), ("direct reshape",)),
+    ("no reshape", lambda f, n: f.swapaxes(0, 1), ("a reshape is missing",)),
+    ("reshape of batch first",
+     lambda f, n: mha_numpy.merge_heads(f.reshape(-1, n, *f.shape[1:])).reshape(f.shape[1], f.shape[0] // n, -1),
+     ("relabels the numbers",)),
+    ("reversed", lambda f, n: sequence_first(f.reshape(-1, n, *f.shape[1:])[:, ::-1].reshape(f.shape), n),
+     ("reverse order",)),
+]
+
+
+@pytest.mark.parametrize("mistake, wrong, words", TIME_MAJOR_MISTAKES, ids=[m[0] for m in TIME_MAJOR_MISTAKES])
+def test_time_major_merge_mistakes(
+    folded: Floats, mistake: str, wrong: Callable[[Floats, int], Any], words: tuple[str, ...]
+) -> None:
+    assert_fails(check_time_major_merge(wrong, folded, h), *words)
+
+
+def test_time_major_merge_hard_coded_sizes(folded: Floats) -> None:
+    fixed = lambda f, n: f.swapaxes(0, 1).reshape(T, B, D)  # noqa: E731
+    assert_fails(check_time_major_merge(fixed, folded, h), "sizes hard-coded", "raised ValueError")
+    notebook_b = lambda f, n: f.swapaxes(0, 1).reshape(f.shape[1], B, -1)  # noqa: E731
+    assert_fails(check_time_major_merge(notebook_b, folded, h), "sizes hard-coded", "folded.shape[0] // heads")
+
+
+def test_time_major_merge_odd_answers_and_bad_reference(folded: Floats) -> None:
+    assert_fails(check_time_major_merge(raises, folded, h), "raised IndexError")
+    for odd in ODD_ANSWERS:
+        verdict = check_time_major_merge(lambda f, n, odd=odd: odd, folded, h)
+        assert not verdict.ok and verdict.answered, verdict
+    with pytest.raises(ValueError, match=r"heads must be a positive int dividing"):
+        check_time_major_merge(blank, folded, 5)
+    with pytest.raises(ValueError, match=r"folded must have 3 axes"):
+        check_time_major_merge(blank, folded[0], h)
 
 
 # ---- nn.Linear weight (a tensor) ---------------------------------------------------------
@@ -329,7 +500,10 @@ def test_linear_weight_not_transposed(wo: Floats) -> None:
 
 def test_linear_weight_wrong_shape_and_numbers(wo: Floats) -> None:
     assert_fails(check_linear_weight(np.zeros((D, D + 1)), wo), "expected shape")
-    assert_fails(check_linear_weight(wo.T + 1.0, wo), "not those of w_in_out")
+    assert_fails(check_linear_weight(wo.T + 1.0, wo), "right shape, wrong numbers", "not those of w_in_out")
+    assert_fails(check_linear_weight(-wo.T, wo), "wrong sign")
+    w = np.random.default_rng(0).normal(size=(D, 2 * D))  # (in, out), rectangular
+    assert_fails(check_linear_weight(w.reshape(2 * D, D), w), "reshaped, not transposed")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
@@ -533,6 +707,69 @@ def test_fixed_forward_mistakes(
     assert_fails(check(wrong, problem), *words)
 
 
+def test_fixed_forward_names_a_split_fixed_for_some_of_q_k_v(problem: Problem) -> None:
+    def partly(direct: str, scaled: bool = True) -> Callable[..., Floats]:
+        def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+            b, t, width = x.shape
+            size = width // heads
+            q, k, v = (y.reshape(b, heads, t, size) if name in direct else mha_numpy.split_heads(y, heads)
+                       for name, y in zip("qkv", (x @ wq, x @ wk, x @ wv), strict=True))
+            scores = q @ np.swapaxes(k, -1, -2) / (size**0.5 if scaled else 1.0)
+            result: Floats = mha_numpy.merge_heads(mha_numpy.softmax(scores) @ v) @ wo
+            return result
+
+        return fixed_forward
+
+    assert_fails(check(partly("v"), problem), "q and k are split right", "v is still split by a direct reshape")
+    assert_fails(check(partly("qk"), problem), "v is split right", "q and k are still split")
+    assert_fails(check(partly("v", scaled=False), problem), "v is still split", "unscaled")
+
+
+def test_fixed_forward_names_a_4d_transpose(problem: Problem) -> None:
+    def keys_t(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        result: Floats = mha_numpy.merge_heads(mha_numpy.softmax(q @ k.T) @ v) @ wo
+        return result
+
+    assert_fails(check(keys_t, problem), "raised ValueError", "reverses all four axes")
+
+
+def test_fixed_forward_names_a_misplaced_scale_and_a_missing_projection(problem: Problem) -> None:
+    def layer(scale_at: str) -> Callable[..., Floats]:
+        def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+            factor = (x.shape[-1] // heads) ** 0.5
+            q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+            scores = q @ np.swapaxes(k, -1, -2)
+            weights = {"weights": mha_numpy.softmax(scores) / factor, "times": mha_numpy.softmax(scores * factor),
+                       "right": mha_numpy.softmax(scores / factor)}[scale_at if scale_at != "no W_o" else "right"]
+            merged = mha_numpy.merge_heads(weights @ v).astype(np.float64)
+            result: Floats = merged if scale_at == "no W_o" else merged @ wo
+            return result
+
+        return fixed_forward
+
+    assert_fails(check(layer("weights"), problem), "to the weights, after the softmax")
+    assert_fails(check(layer("times"), problem), "multiplied by the scale factor")
+    assert_fails(check(layer("no W_o"), problem), "W_o is missing")
+
+
+def test_head_contribution_names_slices_of_the_wrong_thing(heads_out: Floats, wo: Floats) -> None:
+    def block(x: Floats, w: Floats, i: int) -> Floats:
+        rows = slice(i * x.shape[-1], (i + 1) * x.shape[-1])
+        return x[:, i] @ w[rows, rows]
+
+    assert_fails(check_head_contribution(block, heads_out, wo), "diagonal block")
+    sliced = lambda x, w, i: (mha_numpy.merge_heads(x) @ w)[..., i * d_h : (i + 1) * d_h]  # noqa: E731
+    assert_fails(check_head_contribution(sliced, heads_out, wo), "sliced the OUTPUT")
+
+
+def test_merge_function_names_a_torch_style_transpose(heads_out: Floats) -> None:
+    two_axes = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
+    assert_fails(check_merge_function(two_axes, heads_out), "ALL the axes")
+    old_places = lambda x: x.swapaxes(1, 2).reshape(x.shape[0], x.shape[1], -1)  # noqa: E731
+    assert_fails(check_merge_function(old_places, heads_out), "from the wrong axes")
+
+
 def test_fixed_forward_mistakes_have_their_own_messages(problem: Problem) -> None:
     messages = {check(wrong, problem).message for _, wrong, _ in FORWARD_MISTAKES}
     assert len(messages) == len(FORWARD_MISTAKES)
@@ -568,11 +805,13 @@ def test_fixed_forward_bad_reference(problem: Problem) -> None:
 
 
 def test_each_exercise_has_its_own_label(
-    heads_out: Floats, wo: Floats, w_wide: Floats, problem: Problem
+    heads_out: Floats, wo: Floats, w_wide: Floats, problem: Problem, folded: Floats
 ) -> None:
     verdicts = [
         check_merge(None, heads_out),
         check_merge_function(blank, heads_out),
+        check_head_contribution(blank, heads_out, wo),
+        check_time_major_merge(blank, folded, h),
         check_combine(None, heads_out, wo),
         check_linear_weight(None, wo),
         check_linear_from_numpy(blank, w_wide),
@@ -580,7 +819,8 @@ def test_each_exercise_has_its_own_label(
     ]
     labels = [verdict.question for verdict in verdicts]
     assert labels == [
-        "merge", "merge by hand", "layer output", "nn.Linear weight", "nn.Linear from NumPy",
+        "merge", "merge by hand", "head contribution", "sequence-first merge", "layer output", "nn.Linear weight",
+        "nn.Linear from NumPy",
         "fixed layer",
     ]
 

@@ -19,6 +19,8 @@ from torch import nn
 from lessons_lib import mha_numpy, mha_torch
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.matching_pytorch import (
+    BLOCKING_MARGIN,
+    check_cached_causal_mha,
     check_causal_mha,
     check_float_mask,
     check_key_padding_mask,
@@ -194,7 +196,8 @@ def test_key_padding_numbers_instead_of_booleans() -> None:
 
 def test_key_padding_other_shape_and_pattern() -> None:
     assert_fails(check_key_padding_mask(np.zeros((3, S), dtype=bool), LENGTHS, S, T), "expected shape (B, S)")
-    assert_fails(check_key_padding_mask(np.zeros((B, S), dtype=bool), LENGTHS, S, T), "pattern")
+    assert_fails(check_key_padding_mask(np.zeros((B, S), dtype=bool), LENGTHS, S, T), "row 1 marks no padding at all")
+    assert_fails(check_key_padding_mask(np.eye(B, S, dtype=bool), LENGTHS, S, T), "wrong pattern")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
@@ -242,12 +245,144 @@ def test_float_mask_correct() -> None:
     assert check_float_mask(as_torch, torch_allowed).ok
 
 
-def test_float_mask_large_finite_penalty_passes_with_the_caveat() -> None:
+def test_float_mask_large_finite_penalty_passes_with_the_caveat_by_magnitude() -> None:
     allowed = allowed_ts()
-    verdict = check_float_mask(np.where(allowed, 0.0, -1e9), allowed)
-    assert_passes(verdict, "large finite penalty", "blocked everywhere", "in float64 it attends as if it had no mask",
-                  "in float32", "plain mean of the values")
-    assert check_float_mask(np.where(allowed, 0.0, np.finfo(np.float32).min), allowed).ok
+    near_scores = check_float_mask(np.where(allowed, 0.0, -1e9), allowed)  # float64: floats 1.2e-7 apart near -1e9
+    assert_passes(near_scores, "finite penalty of -1e9", "blocked everywhere", "almost as if it had no mask",
+                  "stored in float16, -1e9 would become -inf")
+    coarse = check_float_mask(torch.where(torch.from_numpy(allowed), 0.0, -1e9), allowed)  # float32: 64 apart
+    assert_passes(coarse, "in float32", "64 apart", "plain mean of the values")
+    huge = check_float_mask(np.where(allowed, 0.0, -1e20), allowed)  # float64, but far beyond any score
+    assert_passes(huge, "plain mean of the values")
+    assert "almost as if" not in huge.message
+
+
+PENALTIES_THAT_BLOCK = [
+    (-1e4, torch.float32),  # BERT's classic -10000.0
+    (-1e4, torch.float64),
+    (-1e4, torch.float16),
+    (torch.finfo(torch.float16).min, torch.float16),  # what Hugging Face uses for float16 masks
+    (torch.finfo(torch.float16).min, torch.float32),
+    (torch.finfo(torch.float32).min, torch.float32),
+    (-1e3, torch.float32),
+]
+
+
+@pytest.mark.parametrize("penalty, dtype", PENALTIES_THAT_BLOCK, ids=[f"{p:g}-{d}" for p, d in PENALTIES_THAT_BLOCK])
+def test_a_penalty_whose_exp_is_zero_is_accepted_and_really_blocks(penalty: float, dtype: torch.dtype) -> None:
+    """Judged by its effect: SDPA with the penalty equals SDPA with -inf, bit for bit, in that dtype."""
+    allowed = torch.from_numpy(allowed_ts())
+    mask = torch.zeros(T, S, dtype=dtype).masked_fill(~allowed, penalty)
+    assert_passes(check_float_mask(mask, allowed), "blocks like -inf", "exactly 0")
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(B, h, n, D // h, generator=generator).mul(3).to(dtype) for n in (T, S, S))
+    with_inf = torch.zeros(T, S, dtype=dtype).masked_fill(~allowed, float("-inf"))
+    torch_sdpa: Any = torch.nn.functional.scaled_dot_product_attention
+    assert torch.equal(torch_sdpa(q, k, v, attn_mask=mask), torch_sdpa(q, k, v, attn_mask=with_inf))
+
+
+def test_minus_1e9_in_float16_is_minus_inf() -> None:
+    allowed = torch.from_numpy(allowed_ts())
+    mask = torch.where(allowed, 0.0, -1e9).half()
+    assert torch.isneginf(mask[~allowed]).all()
+    assert_passes(check_float_mask(mask, allowed), "-inf")
+
+
+def test_a_penalty_that_keeps_weight_is_refused_with_the_weight_it_keeps() -> None:
+    allowed = torch.from_numpy(allowed_ts())
+    for dtype in (torch.float32, torch.float64):  # exp(-100) = 3.7e-44 is a (tiny) float32 and float64 number
+        verdict = check_float_mask(torch.zeros(T, S, dtype=dtype).masked_fill(~allowed, -100.0), allowed)
+        assert_fails(verdict, "penalty of -100", "keeps some weight", "4e-44")
+        weights = torch.softmax(torch.zeros(S, dtype=dtype) + torch.where(allowed[0], 0.0, -100.0).to(dtype), -1)
+        assert (weights[~allowed[0]] > 0).all()  # what the message says: the blocked keys keep some weight
+    margin = check_float_mask(torch.zeros(T, S).masked_fill(~allowed, -110.0), allowed)  # exp(-110) is 0 in float32
+    assert_fails(margin, "blocks only while the scores are close", f"scores {BLOCKING_MARGIN:g} above")
+
+
+def test_a_numpy_mask_is_refused_when_the_lesson_holds_tensors() -> None:
+    allowed = mha_torch.causal_mask(T, S)
+    numpy_blocked = (~allowed).numpy()
+    assert_fails(check_mha_mask(numpy_blocked, allowed), "pattern is right", "NumPy array", "TypeError")
+    assert check_mha_mask(numpy_blocked, allowed.numpy()).ok  # a NumPy lesson may answer in NumPy
+    float_answer = np.where(allowed.numpy(), 0.0, -np.inf)
+    assert_fails(check_float_mask(float_answer, allowed), "NumPy array", "scaled_dot_product_attention")
+    lengths = torch.tensor([6, 3])
+    assert_fails(check_key_padding_mask(padding(), lengths, S, T), "NumPy array", "key_padding_mask")
+    with pytest.raises(TypeError, match="must be Tensor"):  # what the message says PyTorch does
+        nn.MultiheadAttention(D, h, batch_first=True)(*(torch.zeros(B, T, D),) * 3, attn_mask=np.zeros((T, T), bool))
+
+
+def test_a_square_mask_for_a_rectangular_question_is_named() -> None:
+    allowed = allowed_ts()
+    square = nn.Transformer.generate_square_subsequent_mask(T)  # (T, T) float, 0 / -inf
+    assert_fails(check_float_mask(square, allowed), "square (T, T) = (4, 4)", "(T, S) = (4, 6)")
+    assert_fails(check_mha_mask(square.isinf(), allowed), "square (T, T) = (4, 4)")
+
+
+# ---- the combined float mask (B, 1, T, S) for SDPA: causal and padding ----------------------
+
+PAD_LENGTHS = torch.tensor([5, 2])
+
+
+def combined(lengths: Any = PAD_LENGTHS) -> torch.Tensor:
+    """The right (B, 1, T, S) boolean pattern, written independently of the checker."""
+    allowed = allowed_ts()
+    rows = [[[[bool(allowed[t, s]) and s < n for s in range(S)] for t in range(T)]] for n in lengths.tolist()]
+    return torch.tensor(rows)
+
+
+def as_float(pattern: torch.Tensor, fill: float = float("-inf")) -> torch.Tensor:
+    return torch.zeros(pattern.shape, dtype=torch.float64).masked_fill(~pattern, fill)
+
+
+def test_combined_float_mask_blank_and_right() -> None:
+    allowed = torch.from_numpy(allowed_ts())
+    assert_unanswered(check_float_mask(None, allowed, PAD_LENGTHS), "(B, 1, T, S)")
+    assert_passes(check_float_mask(as_float(combined()), allowed, PAD_LENGTHS), "broadcasts over the heads")
+    assert check_float_mask(as_float(combined(), -1e4), allowed, PAD_LENGTHS).ok
+
+
+def test_combined_float_mask_equals_nn_multihead_attention_with_both_masks() -> None:
+    """What the exercise claims: SDPA with the accepted mask is the layer with attn_mask and key_padding_mask."""
+    layer = mha_torch.MultiHead(D, h, seed=0, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(4)
+    x, context = torch.randn(B, T, D, generator=generator).double(), torch.randn(B, S, D, generator=generator).double()
+    allowed = torch.from_numpy(allowed_ts())
+    padding_mask = torch.arange(S)[None, :] >= PAD_LENGTHS[:, None]
+    with torch.no_grad():
+        ours, _ = layer(x, context, allowed=allowed & ~padding_mask[:, None, None, :])
+        q = mha_torch.split_heads(layer.wq(x), h)
+        k, v = (mha_torch.split_heads(proj(context), h) for proj in (layer.wk, layer.wv))
+        heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=as_float(combined()))
+        assert torch.allclose(layer.wo(mha_torch.merge_heads(heads)), ours)
+
+
+def _not_real() -> torch.Tensor:
+    return torch.arange(S)[None, :] >= PAD_LENGTHS[:, None]  # (B, S), True = padding
+
+
+COMBINED_MISTAKES: list[tuple[str, Callable[[], Any], tuple[str, ...]]] = [
+    ("causal only", lambda: as_float(torch.from_numpy(allowed_ts()).expand(B, 1, T, S)), ("only the causal part",)),
+    ("causal only, (T, S)", lambda: as_float(torch.from_numpy(allowed_ts())), ("holds no padding",)),
+    ("padding only", lambda: as_float(~_not_real()[:, None, None, :]), ("only the padding part",)),
+    ("padding only, expanded", lambda: as_float((~_not_real())[:, None, None, :].expand(B, 1, T, S)),
+     ("only the padding part",)),
+    ("(B, T, S)", lambda: as_float(combined()[:, 0]), ("shape (B, T, S) = (2, 4, 6)", "heads axis")),
+    ("padding inverted", lambda: as_float(torch.from_numpy(allowed_ts()) & _not_real()[:, None, None, :]),
+     ("padding part is inverted",)),
+    ("causal inverted", lambda: as_float(~torch.from_numpy(allowed_ts()) & ~_not_real()[:, None, None, :]),
+     ("causal part is inverted",)),
+    ("padding off by one", lambda: as_float(combined(PAD_LENGTHS + 1)), ("off by one", "first padding position")),
+    ("(~may) * -inf", lambda: (~combined()).double() * float("-inf"), ("0 * -inf is NaN",)),
+    ("0/1", lambda: combined().double(), ("0s and 1s",)),
+    ("(B, 2, T, S)", lambda: as_float(combined().expand(B, 2, T, S)), ("second axis must have size 1",)),
+    ("a boolean", lambda: combined(), ("boolean mask",)),
+]
+
+
+@pytest.mark.parametrize("mistake, wrong, words", COMBINED_MISTAKES, ids=[m[0] for m in COMBINED_MISTAKES])
+def test_combined_float_mask_mistakes(mistake: str, wrong: Callable[[], Any], words: tuple[str, ...]) -> None:
+    assert_fails(check_float_mask(wrong(), torch.from_numpy(allowed_ts()), PAD_LENGTHS), *words)
 
 
 FLOAT_MISTAKES: list[tuple[str, Callable[[NDArray[np.bool_]], Any], tuple[str, ...]]] = [
@@ -276,6 +411,7 @@ def test_float_mask_other_shape_and_numbers() -> None:
     allowed = allowed_ts()
     assert_fails(check_float_mask(np.zeros((T, S + 1)), allowed), "expected shape (T, S)")
     assert_fails(check_float_mask(np.full((T, S), -np.inf), allowed), "do not keep the allowed scores")
+    assert_fails(check_float_mask(np.where(allowed, 0.0, 2.0), allowed), "positive numbers", "block")
 
 
 @pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
@@ -407,11 +543,111 @@ def test_each_exercise_has_its_own_label(mha: nn.MultiheadAttention, x: torch.Te
         check_key_padding_mask(None, LENGTHS, S).question,
         check_float_mask(None, allowed_ts()).question,
         check_causal_mha(None, mha, x).question,
+        check_cached_causal_mha(None, mha, *past_and_new()).question,
     ]
-    assert labels == ["nn.MultiheadAttention mask", "key padding mask", "float mask", "causal nn.MultiheadAttention"]
+    assert labels == ["nn.MultiheadAttention mask", "key padding mask", "float mask", "causal nn.MultiheadAttention",
+                      "cached causal nn.MultiheadAttention"]
 
 
 def test_lesson04_checks_do_not_import_torch() -> None:
     code = "import sys, lessons_lib.checks.matching_pytorch; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+# ---- T new tokens after S - T cached ones ------------------------------------------------
+
+
+def past_and_new() -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(5)
+    everything = torch.randn(B, S, D, dtype=torch.float64, generator=generator)
+    return everything[:, : S - T], everything[:, S - T :]
+
+
+def decode_right(m: Any, past: Any, new: Any) -> Any:
+    keys = torch.cat([past, new], dim=1)
+    n, s = new.shape[1], keys.shape[1]
+    blocked = torch.ones(n, s, dtype=torch.bool).triu(diagonal=s - n + 1)  # the future of each new token
+    return m(new, keys, keys, attn_mask=blocked)[0]
+
+
+def decode_full_then_slice(m: Any, past: Any, new: Any) -> Any:
+    keys = torch.cat([past, new], dim=1)
+    s = keys.shape[1]
+    return m(keys, keys, keys, attn_mask=torch.ones(s, s, dtype=torch.bool).triu(1))[0][:, -new.shape[1] :]
+
+
+def test_cached_blank_and_right(mha: nn.MultiheadAttention) -> None:
+    past, new = past_and_new()
+
+    def blank(m: Any, past: Any, new: Any) -> None:
+        ...
+
+    assert_unanswered(check_cached_causal_mha(blank, mha, past, new), "write the body")
+    assert_passes(check_cached_causal_mha(decode_right, mha, past, new), "bottom-right (T, S)", "last T rows")
+    assert check_cached_causal_mha(decode_full_then_slice, mha, past, new).ok
+
+
+def test_cached_equals_the_last_rows_of_our_causal_layer(mha: nn.MultiheadAttention) -> None:
+    past, new = past_and_new()
+    wq, wk, wv = mha.in_proj_weight.detach().chunk(3)
+    layer = mha_torch.MultiHead.from_weights(wq, wk, wv, mha.out_proj.weight.detach(), h)
+    everything = torch.cat([past, new], dim=1)
+    with torch.no_grad():
+        full, _ = layer(everything, allowed=mha_torch.causal_mask(S))
+        assert torch.allclose(decode_right(mha, past, new), full[:, -T:])
+
+
+def _ones(n: int, s: int) -> torch.Tensor:
+    return torch.ones(n, s, dtype=torch.bool)
+
+
+CACHED_MISTAKES: list[tuple[str, Callable[[Any, Any, Any], Any], tuple[str, ...]]] = [
+    ("no past", lambda m, p, x: m(x, x, x, attn_mask=_ones(x.shape[1], x.shape[1]).triu(1))[0], ("past is missing",)),
+    ("no mask", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1))[0], ("no mask",)),
+    ("top-left", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                   attn_mask=_ones(x.shape[1], p.shape[1] + x.shape[1]).triu(1))[0],
+     ("top-left alignment",)),
+    ("not inverted", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                       attn_mask=mha_torch.causal_mask(x.shape[1], p.shape[1] + x.shape[1]))[0],
+     ("inverted convention",)),
+    ("order swapped", lambda m, p, x: m(x, torch.cat([x, p], 1), torch.cat([x, p], 1),
+                                        attn_mask=~mha_torch.causal_mask(x.shape[1], p.shape[1] + x.shape[1]))[0],
+     ("order is swapped",)),
+    ("all S rows", lambda m, p, x: m(torch.cat([p, x], 1), torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                     attn_mask=_ones(p.shape[1] + x.shape[1], p.shape[1] + x.shape[1]).triu(1))[0],
+     ("all S positions",)),
+    ("hint only", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1), is_causal=True)[0],
+     ("only a hint",)),
+    ("square mask", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                      attn_mask=_ones(x.shape[1], x.shape[1]).triu(1))[0],
+     ("raised RuntimeError", "one row per new query")),
+    ("sizes of the lesson", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                              attn_mask=~mha_torch.causal_mask(T, S))[0],
+     ("right for the lesson's (B, S - T, T) = (2, 2, 4)", "take every size from past and new")),
+    ("the tuple", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
+                                    attn_mask=~mha_torch.causal_mask(x.shape[1], p.shape[1] + x.shape[1])),
+     ("tuple of 2",)),
+]
+
+
+@pytest.mark.parametrize("mistake, wrong, words", CACHED_MISTAKES, ids=[m[0] for m in CACHED_MISTAKES])
+def test_cached_mistakes(mha: nn.MultiheadAttention, mistake: str, wrong: Callable[[Any, Any, Any], Any],
+                         words: tuple[str, ...]) -> None:
+    past, new = past_and_new()
+    assert_fails(check_cached_causal_mha(wrong, mha, past, new), *words)
+
+
+def test_cached_a_function_that_ignores_its_layer(mha: nn.MultiheadAttention) -> None:
+    past, new = past_and_new()
+    notebook_layer = mha
+    assert_fails(check_cached_causal_mha(lambda m, p, x: decode_right(notebook_layer, p, x), mha, past, new),
+                 "does not use the layer it is given")
+
+
+def test_cached_bad_reference(mha: nn.MultiheadAttention) -> None:
+    past, new = past_and_new()
+    with pytest.raises(ValueError, match=r"past must be \(B, S - T, D\) and new \(B, T, D\)"):
+        check_cached_causal_mha(decode_right, mha, past[:1], new)
+    with pytest.raises(TypeError, match=r"mha must be an nn.MultiheadAttention"):
+        check_cached_causal_mha(decode_right, object(), past, new)

@@ -287,7 +287,7 @@ def test_check_head_width_asks_for_one_number(answer: Any, phrase: str) -> None:
 
 @pytest.mark.parametrize(
     ("inputs", "columns"),
-    [(list(range(8)), [4, 5, 6, 7]), (range(8), range(4, 8)), (np.arange(8), (7, 6, 5, 4))],
+    [(list(range(12)), [8, 9, 10, 11]), (range(12), range(8, 12)), (np.arange(12), (11, 10, 9, 8))],
 )
 def test_check_head_reads_accepts_the_right_answer(inputs: Any, columns: Any) -> None:
     verdict = check_head_reads(inputs, columns)
@@ -297,37 +297,41 @@ def test_check_head_reads_accepts_the_right_answer(inputs: Any, columns: Any) ->
 @pytest.mark.parametrize(
     ("inputs", "columns", "phrase"),
     [
-        ([4, 5, 6, 7], [4, 5, 6, 7], "we do not cut the input into groups"),
-        ([0, 1], [4, 5, 6, 7], "which rows of W_q that product uses"),
-        (range(8), [1, 3, 5, 7], "interleaved columns"),
-        (range(8), [0, 1, 2, 3], "that is the block of head 0, not of head 1"),
-        (range(8), range(8), "all 8 columns together belong to all heads"),
-        (range(8), [4, 5], "a head owns d_h=4 consecutive columns"),
-        (range(8), [4.0, 5.0, 6.0, 7.0], "weight_columns: expected a list of integer indices"),
-        ("all", [4, 5, 6, 7], "input_features: expected a list of integer indices"),
+        ([8, 9, 10, 11], [8, 9, 10, 11], "not the input"),
+        ([0, 4], [8, 9, 10, 11], "which rows of W_q that product uses"),
+        (range(4), [8, 9, 10, 11], "a head does not read a slice of the input"),
+        (range(1, 13), [8, 9, 10, 11], "all 12 features, but counted from 1"),
+        (range(12), [2, 5, 8, 11], "interleaved columns"),
+        (range(12), [4, 5, 6, 7], "that is the block of head 1, not of head 2"),
+        (range(12), range(12), "all 12 columns together belong to all heads"),
+        (range(12), [9, 10, 11, 12], "the right block, counted from 1"),
+        (range(12), [8, 9, 10, 11, 12], "12 is past the end"),
+        (range(12), [8, 9], "a head owns d_h=4 consecutive columns"),
+        (range(12), [8.0, 9.0, 10.0, 11.0], "weight_columns: expected a list of integer indices"),
+        ("all", [8, 9, 10, 11], "input_features: expected a list of integer indices"),
     ],
 )
 def test_check_head_reads_explains_each_mistake(inputs: Any, columns: Any, phrase: str) -> None:
-    assert_not_yet(check_head_reads(inputs, columns), phrase, "[4, 5, 6, 7]", "4..7", "range(4, 8)")
+    assert_not_yet(check_head_reads(inputs, columns), phrase, "[8, 9, 10, 11]", "8..11", "range(8, 12)")
 
 
 def test_check_head_reads_says_not_answered_yet_when_both_are_none() -> None:
     verdict = check_head_reads(None, None)
     assert_unanswered(verdict, "replace None with a list of integer indices in both answers")
-    assert "4" not in verdict.message and "8" not in verdict.message, verdict
+    assert "8" not in verdict.message and "12" not in verdict.message, verdict
 
 
 def test_check_head_reads_judges_the_half_that_is_answered() -> None:
-    verdict = check_head_reads(range(8), None)
+    verdict = check_head_reads(range(12), None)
     assert_not_yet(verdict, "weight_columns: replace None with a list of integer indices")
     assert "input_features" not in verdict.message
-    assert_not_yet(check_head_reads(None, [1, 3, 5, 7]), "interleaved columns")
+    assert_not_yet(check_head_reads(None, [2, 5, 8, 11]), "interleaved columns")
 
 
 def test_check_head_reads_reports_both_mistakes_at_once() -> None:
-    verdict = check_head_reads([4, 5, 6, 7], [1, 3, 5, 7])
+    verdict = check_head_reads([8, 9, 10, 11], [2, 5, 8, 11])
     assert not verdict.ok
-    assert "cut the input" in verdict.message and "interleaved" in verdict.message
+    assert "not the input" in verdict.message and "interleaved" in verdict.message
 
 
 # --- check_merge ---------------------------------------------------------------------------
@@ -414,13 +418,15 @@ def test_check_merge_says_not_answered_yet_for_a_blank_function(fn: Any) -> None
         (lambda a: 1 / 0, "raised ZeroDivisionError"),
         (lambda a: {"a": 1}, "expected an array of numbers"),
         (lambda a: a.transpose(0, 2, 1, 3).reshape(2, 3, 8), "(B, h, T, d_h) = (1, 3, 5, 5) your function raised"),
-        (lambda a: _sizes(a) and a[:, 0], "expected shape (B, T, D) = (2, 3, 8) but got (2, 3, 4)"),
+        (lambda a: _sizes(a) and a[:, 0], "you returned (2, 3, 4) = (B, T, d_h): one head's width"),
+        (lambda a: np.hstack(a), "expected shape (B, T, D) = (2, 3, 8) but got (2, 6, 4)"),
         (lambda a: 2 * merge_reference(a), "different numbers from the input"),
         (lambda a: merge_reference(a)[:, ::-1], "at [b=0, t=0, f=0] expected batch 0, token 0, feature 0 but found "
                                                 "batch 0, token 2, feature 0"),
         (lambda a: mha_numpy.merge_heads(a), "calls the library's merge_heads"),
     ],
-    ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "scaled", "tokens reversed", "library"],
+    ids=["not a function", "raises", "a dict", "hard-coded sizes", "one head", "hstack", "scaled", "tokens reversed",
+         "library"],
 )
 def test_check_merge_explains_other_wrong_answers(fn: Any, phrase: str) -> None:
     assert_not_yet(check_merge(fn), phrase)
@@ -458,8 +464,38 @@ def test_check_view_merge_wants_view_not_reshape() -> None:
         B, h, T, d_h = heads_out.shape
         return heads_out.transpose(1, 2).reshape(B, T, h * d_h)
 
-    verdict = check_view_merge(with_reshape, torch_like())
-    assert_not_yet(verdict, "the question asks for .view and your code never calls it")
+    def reshape_then_view(heads_out: Any) -> Any:  # the .view does nothing: the reshape made the copy
+        B, h, T, d_h = heads_out.shape
+        return heads_out.transpose(1, 2).reshape(B, T, h * d_h).view(B, T, h * d_h)
+
+    def flatten_then_view(heads_out: Any) -> Any:
+        B, h, T, d_h = heads_out.shape
+        return heads_out.transpose(1, 2).flatten(2).view(B, T, h * d_h)
+
+    def concatenated_then_view(heads_out: Any) -> Any:  # no transpose: the .view has nothing to do
+        import torch
+
+        B, h, T, d_h = heads_out.shape
+        return torch.cat(heads_out.unbind(1), dim=-1).view(B, T, h * d_h)
+
+    def permuted_copy_without_contiguous(heads_out: Any) -> Any:
+        import torch
+
+        B, h, T, d_h = heads_out.shape
+        return torch.stack(heads_out.transpose(1, 2).unbind(1), dim=1).view(B, T, h * d_h)
+
+    assert_not_yet(check_view_merge(with_reshape, torch_like()), "your code calls .reshape")
+    assert_not_yet(check_view_merge(reshape_then_view, torch_like()), "your code calls .reshape")
+    assert_not_yet(check_view_merge(flatten_then_view, torch_like()), "your code calls .flatten")
+    assert_not_yet(check_view_merge(concatenated_then_view, torch_like()), "never swaps the token and head axes")
+    assert_not_yet(check_view_merge(permuted_copy_without_contiguous, torch_like()), "no copy into the new order")
+
+    def no_view(heads_out: Any) -> Any:
+        import torch
+
+        return torch.cat(heads_out.unbind(1), dim=-1)
+
+    assert_not_yet(check_view_merge(no_view, torch_like()), "the question asks for .view and your code never calls it")
 
 
 @pytest.mark.parametrize(

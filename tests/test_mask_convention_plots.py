@@ -64,6 +64,34 @@ def test_plot_shows_the_arrays() -> None:
         plt.close(fig)
 
 
+def _luminance(colour: str) -> float:
+    """Relative luminance (WCAG 2) of a colour matplotlib understands."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(first: str, second: str) -> float:
+    high, low = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_colours_differ_in_lightness_and_the_text_stays_readable() -> None:
+    """Colour-vision-safe: the two meanings differ in lightness (>= 3:1, WCAG's bound for graphics),
+    and each cell's text contrasts with its own background (>= 4.5:1)."""
+    assert _contrast(mask_conventions.ALLOWED_COLOUR, mask_conventions.BLOCKED_COLOUR) >= 3.0
+    allowed = mha_numpy.causal_mask(4, 6)
+    fig = mask_conventions.plot_mask_conventions(allowed)
+    try:
+        for ax in fig.axes:
+            for text, may_attend in zip(ax.texts, allowed.ravel(), strict=True):
+                background = mask_conventions.ALLOWED_COLOUR if may_attend else mask_conventions.BLOCKED_COLOUR
+                assert _contrast(str(text.get_color()), background) >= 4.5, (text.get_text(), background)
+    finally:
+        plt.close(fig)
+
+
 def test_bad_inputs() -> None:
     with pytest.raises(ValueError, match=r"boolean NumPy array laid out as \(T, S\).*allowed.numpy\(\)"):
         mask_conventions.mask_conventions(np.zeros((4, 4)))  # type: ignore[arg-type]

@@ -1,10 +1,13 @@
 """Typical mistakes in lesson 04 (Matching PyTorch) and the diagnosis each must get.
 
-The Quick check's inputs are rebuilt as the notebook builds them: the cross-attention mask
-``allowed = causal_mask(T=4, S=6)`` of section 3, the context lengths ``[5, 2]``, and for Your turn
-4 a bias-free float64 ``nn.MultiheadAttention`` with ``D = 8``, ``h = 2`` and the query stream ``xt``
-(any weights do: the checker reads them from the module). The wrong answers include the ones issue
-19 lists: ``(~allowed) * -inf`` (NaN, since ``0 * -inf`` is NaN) and an anti-causal mask.
+The exercises' inputs are rebuilt as the notebook builds them: the cross-attention mask
+``allowed = causal_mask(T=4, S=6)`` of section 3 (a torch tensor), the context lengths ``[5, 2]``,
+and for Your turn 4 a bias-free float64 ``nn.MultiheadAttention`` with ``D = 8``, ``h = 2``, the
+``S - T = 2`` cached tokens ``past`` and the ``T = 4`` new tokens ``new`` (any weights do: the
+checker reads them from the module). The wrong answers include the ones issues 19 and 27 list:
+``(~allowed) * -inf`` (NaN, since ``0 * -inf`` is NaN), an anti-causal mask, penalties judged by
+their effect rather than their magnitude, a NumPy array where PyTorch wants a tensor, sizes and
+layers taken from the notebook instead of the arguments.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ ALLOWED = mha_torch.causal_mask(T, S)  # (T, S), True = may attend, bottom-right
 LENGTHS = torch.tensor([5, 2])
 ROWS, COLS = torch.meshgrid(torch.arange(T), torch.arange(S), indexing="ij")
 INF = float("-inf")
+POSITIONS = torch.arange(S)[None, :]  # (1, S)
+REAL = POSITIONS < LENGTHS[:, None]  # (B, S), True = a real token
+MAY = ALLOWED[None, None] & REAL[:, None, None, :]  # (B, 1, T, S): the right combined pattern
 
 torch.manual_seed(0)
 MHA = nn.MultiheadAttention(D, h, bias=False, batch_first=True, dtype=torch.float64)
-XT = torch.from_numpy(np.random.default_rng(0).normal(size=(B, T, D)))
+_EVERYTHING = torch.from_numpy(np.random.default_rng(0).normal(size=(B, S, D)))
+PAST, NEW = _EVERYTHING[:, : S - T], _EVERYTHING[:, S - T :]
 
 
 def mha_mask(answer: Any) -> Any:
@@ -40,20 +47,39 @@ def padding(answer: Any) -> Any:
 
 
 def float_mask(answer: Any) -> Any:
-    return lambda: checks.check_float_mask(answer, ALLOWED)
+    return lambda: checks.check_float_mask(answer, ALLOWED, LENGTHS)
 
 
-def causal(function: Any) -> Any:
-    return lambda: checks.check_causal_mha(function, MHA, XT)
+def cached(function: Any) -> Any:
+    return lambda: checks.check_cached_causal_mha(function, MHA, PAST, NEW)
 
 
-def blocked_future(t: int) -> torch.Tensor:
-    """(t, t), True above the diagonal: the causal mask in nn.MultiheadAttention's convention."""
-    return torch.ones(t, t, dtype=torch.bool).triu(1)
+def additive(may_attend: torch.Tensor, fill: float = INF, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return torch.zeros(may_attend.shape, dtype=dtype).masked_fill(~may_attend, fill)
 
 
-def right_call(m: Any, x: Any) -> Any:
-    return m(x, x, x, attn_mask=blocked_future(x.shape[1]))[0]
+def future(t: int, s: int) -> torch.Tensor:
+    """(t, s), True where a new token would see a later one: the bottom-right causal mask, blocked side."""
+    return torch.ones(t, s, dtype=torch.bool).triu(diagonal=s - t + 1)
+
+
+def keys(past: Any, new: Any) -> Any:
+    return torch.cat([past, new], dim=1)
+
+
+def right_call(m: Any, past: Any, new: Any) -> Any:
+    everything = keys(past, new)
+    return m(new, everything, everything, attn_mask=future(new.shape[1], everything.shape[1]))[0]
+
+
+def call_with(mask_of: Any, **extra: Any) -> Any:
+    """A learner's function: the keys are past and new together, the mask ``mask_of(T, S)``."""
+
+    def function(m: Any, past: Any, new: Any) -> Any:
+        everything = keys(past, new)
+        return m(new, everything, everything, attn_mask=mask_of(new.shape[1], everything.shape[1]), **extra)[0]
+
+    return function
 
 
 MISTAKES: list[Mistake] = [
@@ -75,160 +101,282 @@ MISTAKES: list[Mistake] = [
         mha_mask(torch.zeros(T, S).masked_fill(ALLOWED, INF)),
         "inverted additive mask",
     ),
+    Mistake("04 YT1 mha mask", "a causal mask built for T x T", mha_mask(~mha_torch.causal_mask(T)), "square (T, T)"),
     Mistake(
         "04 YT1 mha mask",
-        "a causal mask built for T x T",
-        mha_mask(blocked_future(T)),
-        "expected shape (T, S)",
-        named=False,
+        "generate_square_subsequent_mask(T)",
+        mha_mask(nn.Transformer.generate_square_subsequent_mask(T)),
+        "square (T, T)",
+    ),
+    Mistake("04 YT1 mha mask", "a NumPy array", mha_mask((~ALLOWED).numpy()), "NumPy array"),
+    Mistake("04 YT1 mha mask", "integers 0/1", mha_mask((~ALLOWED).int()), "dtype int32"),
+    Mistake(
+        "04 YT1 mha mask", "a penalty of -10 as a float mask", mha_mask(additive(ALLOWED, -10.0)), "penalty of -10"
     ),
     # ----- Your turn 2: key_padding_mask from lengths ----------------------------------------------
     Mistake(
-        "04 YT2 key padding",
-        "True at the real tokens",
-        padding(torch.arange(S)[None, :] < LENGTHS[:, None]),
-        "inverted convention",
+        "04 YT2 key padding", "True at the real tokens", padding(POSITIONS < LENGTHS[:, None]), "inverted convention"
     ),
-    Mistake(
-        "04 YT2 key padding",
-        "> instead of >= (off by one)",
-        padding(torch.arange(S)[None, :] > LENGTHS[:, None]),
-        "off by one",
-    ),
+    Mistake("04 YT2 key padding", "> instead of >= (off by one)", padding(POSITIONS > LENGTHS[:, None]), "off by one"),
     Mistake(
         "04 YT2 key padding",
         "the last real token marked too",
-        padding(torch.arange(S)[None, :] >= LENGTHS[:, None] - 1),
+        padding(POSITIONS >= LENGTHS[:, None] - 1),
         "off by one",
     ),
-    Mistake(
-        "04 YT2 key padding",
-        "transposed, (S, B)",
-        padding((torch.arange(S)[None, :] >= LENGTHS[:, None]).T),
-        "transposed",
-    ),
+    Mistake("04 YT2 key padding", "transposed, (S, B)", padding((POSITIONS >= LENGTHS[:, None]).T), "transposed"),
     Mistake(
         "04 YT2 key padding",
         "over the T queries",
         padding(torch.arange(T)[None, :] >= LENGTHS[:, None]),
         "the mask covers the keys",
     ),
+    Mistake("04 YT2 key padding", "0/1 integers", padding((POSITIONS >= LENGTHS[:, None]).int()), "expected booleans"),
     Mistake(
         "04 YT2 key padding",
-        "0/1 integers",
-        padding((torch.arange(S)[None, :] >= LENGTHS[:, None]).int()),
+        "an additive mask instead of booleans",
+        padding(torch.zeros(B, S).masked_fill(POSITIONS >= LENGTHS[:, None], INF)),
         "expected booleans",
     ),
-    # ----- Your turn 3: the float mask ---------------------------------------------------------------
     Mistake(
-        "04 YT3 float mask", "(~allowed) * -inf: NaN where allowed", float_mask((~ALLOWED) * INF), "0 * -inf is NaN"
+        "04 YT2 key padding",
+        "a NumPy array",
+        padding(np.arange(S)[None, :] >= LENGTHS.numpy()[:, None]),
+        "NumPy array",
     ),
-    Mistake("04 YT3 float mask", "allowed * -inf: NaN and -inf swapped", float_mask(ALLOWED * INF), "0 * -inf is NaN"),
-    Mistake("04 YT3 float mask", "0/1 numbers", float_mask(ALLOWED.double()), "block nothing"),
     Mistake(
-        "04 YT3 float mask", "-inf where allowed", float_mask(torch.zeros(T, S).masked_fill(ALLOWED, INF)), "inverted"
+        "04 YT2 key padding",
+        "section 6's hand-typed padding (lengths 6, 4)",
+        padding(torch.tensor([[False] * 6, [False] * 4 + [True] * 2])),
+        "wrong lengths",
     ),
+    # ----- Your turn 3: the combined float mask for SDPA -----------------------------------------------
+    Mistake("04 YT3 float mask", "(~may) * -inf: NaN where allowed", float_mask((~MAY) * INF), "0 * -inf is NaN"),
+    Mistake("04 YT3 float mask", "0/1 numbers", float_mask(MAY.double()), "0s and 1s"),
+    Mistake("04 YT3 float mask", "-inf where allowed", float_mask(additive(~MAY)), "wrong pattern"),
     Mistake(
         "04 YT3 float mask",
         "+inf where blocked",
-        float_mask(torch.zeros(T, S).masked_fill(~ALLOWED, float("inf"))),
+        float_mask(torch.zeros(B, 1, T, S).masked_fill(~MAY, float("inf"))),
         "sign is flipped",
     ),
+    Mistake("04 YT3 float mask", "a penalty of -10", float_mask(additive(MAY, -10.0)), "keeps some weight"),
     Mistake(
         "04 YT3 float mask",
-        "a penalty of -10",
-        float_mask(torch.zeros(T, S).masked_fill(~ALLOWED, -10.0)),
-        "only lowers those scores",
+        "a penalty of -100 in float32",
+        float_mask(additive(MAY, -100.0, torch.float32)),
+        "keeps some weight",
     ),
     Mistake(
         "04 YT3 float mask",
-        "anti-causal",
-        float_mask(torch.zeros(T, S).masked_fill(COLS < ROWS + (S - T), INF)),
-        "anti-causal",
+        "a penalty of -110 in float32",
+        float_mask(additive(MAY, -110.0, torch.float32)),
+        "blocks only while the scores are close",
     ),
-    Mistake("04 YT3 float mask", "a boolean mask", float_mask(~ALLOWED), "this is a boolean mask"),
-    # ----- Your turn 4: calling nn.MultiheadAttention causally ---------------------------------------
-    Mistake("04 YT4 causal mha", "no mask", causal(lambda m, x: m(x, x, x)[0]), "no mask"),
+    Mistake("04 YT3 float mask", "a boolean mask", float_mask(MAY), "this is a boolean mask"),
     Mistake(
-        "04 YT4 causal mha",
-        "our mask, not inverted",
-        causal(lambda m, x: m(x, x, x, attn_mask=mha_torch.causal_mask(x.shape[1]))[0]),
+        "04 YT3 float mask",
+        "the causal part only",
+        float_mask(additive(ALLOWED.expand(B, 1, T, S))),
+        "only the causal part",
+    ),
+    Mistake("04 YT3 float mask", "the causal part only, (T, S)", float_mask(additive(ALLOWED)), "holds no padding"),
+    Mistake(
+        "04 YT3 float mask",
+        "the padding part only",
+        float_mask(additive(REAL[:, None, None, :])),
+        "only the padding part",
+    ),
+    Mistake("04 YT3 float mask", "(B, T, S): no heads axis", float_mask(additive(MAY[:, 0])), "heads axis"),
+    Mistake(
+        "04 YT3 float mask",
+        "padding inverted",
+        float_mask(additive(ALLOWED & ~REAL[:, None, None, :])),
+        "padding part is inverted",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "causal part inverted",
+        float_mask(additive(~ALLOWED & REAL[:, None, None, :])),
+        "causal part is inverted",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "padding off by one (>)",
+        float_mask(additive(ALLOWED & (POSITIONS <= LENGTHS[:, None])[:, None, None, :])),
+        "off by one",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "top-left causal part",
+        float_mask(additive(torch.ones(T, S, dtype=torch.bool).tril() & REAL[:, None, None, :])),
+        "top-left alignment",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "section 6's hand-typed padding (lengths 6, 4)",
+        float_mask(
+            additive(ALLOWED & torch.tensor([[False] * 6, [False] * 4 + [True] * 2])[:, None, None, :].logical_not())
+        ),
+        "wrong lengths",
+    ),
+    Mistake("04 YT3 float mask", "a NumPy array", float_mask(additive(MAY).numpy()), "NumPy array"),
+    Mistake(
+        "04 YT3 float mask",
+        "expanded over h = 2 heads",
+        float_mask(additive(MAY.expand(B, h, T, S))),
+        "second axis must have size 1",
+    ),
+    # ----- Your turn 4: T new tokens after S - T cached ones ----------------------------------------
+    Mistake(
+        "04 YT4 cached causal",
+        "the past left out",
+        cached(lambda m, p, x: m(x, x, x, attn_mask=future(x.shape[1], x.shape[1]))[0]),
+        "past is missing",
+    ),
+    Mistake("04 YT4 cached causal", "no mask", cached(lambda m, p, x: m(x, keys(p, x), keys(p, x))[0]), "no mask"),
+    Mistake(
+        "04 YT4 cached causal",
+        "top-left: tril(ones(T, S)) inverted",
+        cached(call_with(lambda t, s: ~torch.ones(t, s, dtype=torch.bool).tril())),
+        "top-left alignment",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "our causal_mask(T, S), not inverted",
+        cached(call_with(mha_torch.causal_mask)),
         "inverted convention",
     ),
     Mistake(
-        "04 YT4 causal mha",
-        "anti-causal: tril and triu swapped",
-        causal(lambda m, x: m(x, x, x, attn_mask=blocked_future(x.shape[1]).T)[0]),
+        "04 YT4 cached causal",
+        "anti-causal",
+        cached(call_with(lambda t, s: torch.ones(t, s, dtype=torch.bool).tril(diagonal=s - t - 1))),
         "anti-causal",
     ),
     Mistake(
-        "04 YT4 causal mha",
-        "the diagonal blocked too",
-        causal(lambda m, x: m(x, x, x, attn_mask=~blocked_future(x.shape[1]).T)[0]),
+        "04 YT4 cached causal",
+        "the diagonal blocked",
+        cached(call_with(lambda t, s: torch.ones(t, s, dtype=torch.bool).triu(diagonal=s - t))),
         "diagonal is blocked",
     ),
     Mistake(
-        "04 YT4 causal mha", "is_causal=True alone", causal(lambda m, x: m(x, x, x, is_causal=True)[0]), "only a hint"
+        "04 YT4 cached causal",
+        "new before past",
+        cached(lambda m, p, x: m(x, keys(x, p), keys(x, p), attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]))[0]),
+        "order is swapped",
     ),
     Mistake(
-        "04 YT4 causal mha",
+        "04 YT4 cached causal",
+        "all S rows returned",
+        cached(
+            lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x), attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[0]
+        ),
+        "all S positions",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "is_causal=True without a mask",
+        cached(lambda m, p, x: m(x, keys(p, x), keys(p, x), is_causal=True)[0]),
+        "only a hint",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "a square (T, T) mask",
+        cached(call_with(lambda t, s: future(t, t))),
+        "one row per new query",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "the lesson's T = 4, S = 6 hard-coded",
+        cached(call_with(lambda t, s: future(4, 6))),
+        "take every size from past and new",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
         "the pair returned",
-        causal(lambda m, x: m(x, x, x, attn_mask=blocked_future(x.shape[1]))),
+        cached(lambda m, p, x: m(x, keys(p, x), keys(p, x), attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]))),
         "returned a tuple",
     ),
     Mistake(
-        "04 YT4 causal mha",
+        "04 YT4 cached causal",
         "the weights returned",
-        causal(lambda m, x: m(x, x, x, attn_mask=blocked_future(x.shape[1]), average_attn_weights=False)[1]),
+        cached(
+            lambda m, p, x: m(
+                x,
+                keys(p, x),
+                keys(p, x),
+                attn_mask=future(x.shape[1], p.shape[1] + x.shape[1]),
+                average_attn_weights=False,
+            )[1]
+        ),
         "looks like the attention weights",
     ),
     Mistake(
-        "04 YT4 causal mha",
-        "the lesson's T = 4 hard-coded",
-        causal(lambda m, x: m(x, x, x, attn_mask=blocked_future(4))[0]),
-        "take every size from x itself",
+        "04 YT4 cached causal",
+        "the notebook's layer instead of the argument",
+        cached(lambda m, p, x: right_call(MHA, p, x)),
+        "does not use the layer it is given",
     ),
     Mistake(
-        "04 YT4 causal mha",
+        "04 YT4 cached causal",
         "a NumPy array returned",
-        causal(lambda m, x: right_call(m, x).detach().numpy()),
+        cached(lambda m, p, x: right_call(m, p, x).detach().numpy()),
         "must return a torch tensor",
     ),
     Mistake(
-        "04 YT4 causal mha", "cast to float32", causal(lambda m, x: right_call(m, x).float()), "returned torch.float32"
+        "04 YT4 cached causal",
+        "cast to float32",
+        cached(lambda m, p, x: right_call(m, p, x).float()),
+        "returned torch.float32",
     ),
 ]
 
 RIGHT: list[RightAnswer] = [
     RightAnswer("04 YT1 mha mask", "~allowed", mha_mask(~ALLOWED)),
-    RightAnswer("04 YT1 mha mask", "a NumPy boolean array", mha_mask(~ALLOWED.numpy())),
-    RightAnswer("04 YT1 mha mask", "an additive 0 / -inf mask", mha_mask(torch.zeros(T, S).masked_fill(~ALLOWED, INF))),
-    RightAnswer("04 YT2 key padding", "from lengths", padding(torch.arange(S)[None, :] >= LENGTHS[:, None])),
+    RightAnswer("04 YT1 mha mask", "logical_not", mha_mask(torch.logical_not(ALLOWED))),
+    RightAnswer("04 YT1 mha mask", "an additive 0 / -inf mask", mha_mask(additive(ALLOWED, dtype=torch.float32))),
+    RightAnswer("04 YT1 mha mask", "an additive mask with -1e4", mha_mask(additive(ALLOWED, -1e4))),
+    RightAnswer("04 YT2 key padding", "from lengths", padding(POSITIONS >= LENGTHS[:, None])),
     RightAnswer(
         "04 YT2 key padding", "typed by hand", padding(torch.tensor([[0, 0, 0, 0, 0, 1], [0, 0, 1, 1, 1, 1]]).bool())
     ),
-    RightAnswer("04 YT3 float mask", "masked_fill with -inf", float_mask(torch.zeros(T, S).masked_fill(~ALLOWED, INF))),
-    RightAnswer("04 YT3 float mask", "torch.where with -inf in float32", float_mask(torch.where(ALLOWED, 0.0, INF))),
-    RightAnswer("04 YT3 float mask", "-1e9 (with the caveat)", float_mask(torch.where(ALLOWED, 0.0, -1e9))),
-    RightAnswer("04 YT4 causal mha", "the inverted causal mask", causal(right_call)),
+    RightAnswer("04 YT2 key padding", "~(positions < lengths)", padding(~(POSITIONS < LENGTHS[:, None]))),
+    RightAnswer("04 YT3 float mask", "masked_fill with -inf", float_mask(additive(MAY))),
+    RightAnswer("04 YT3 float mask", "torch.where in float32", float_mask(torch.where(MAY, 0.0, INF))),
+    RightAnswer("04 YT3 float mask", "-1e9 (with the caveat)", float_mask(torch.where(MAY, 0.0, -1e9))),
+    RightAnswer("04 YT3 float mask", "-1e4, BERT's penalty", float_mask(additive(MAY, -1e4, torch.float32))),
     RightAnswer(
-        "04 YT4 causal mha",
-        "the mask plus the is_causal hint",
-        causal(lambda m, x: m(x, x, x, attn_mask=blocked_future(x.shape[1]), is_causal=True)[0]),
+        "04 YT3 float mask",
+        "finfo(float16).min in float16",
+        float_mask(additive(MAY, torch.finfo(torch.float16).min, torch.float16)),
     ),
     RightAnswer(
-        "04 YT4 causal mha",
-        "a float mask",
-        causal(
-            lambda m, x: m(
-                x,
-                x,
-                x,
-                attn_mask=torch.zeros(x.shape[1], x.shape[1], dtype=x.dtype).masked_fill(
-                    blocked_future(x.shape[1]), INF
-                ),
-            )[0]
+        "04 YT3 float mask",
+        "a float (T, S) mask plus a (B, 1, 1, S) one",
+        float_mask(additive(ALLOWED) + additive(REAL[:, None, None, :])),
+    ),
+    RightAnswer("04 YT4 cached causal", "the inverted bottom-right mask", cached(right_call)),
+    RightAnswer(
+        "04 YT4 cached causal", "~causal_mask(T, S)", cached(call_with(lambda t, s: ~mha_torch.causal_mask(t, s)))
+    ),
+    RightAnswer(
+        "04 YT4 cached causal",
+        "the whole sequence, then its last T rows",
+        cached(
+            lambda m, p, x: m(keys(p, x), keys(p, x), keys(p, x), attn_mask=future(*(2 * [p.shape[1] + x.shape[1]])))[
+                0
+            ][:, -x.shape[1] :]
         ),
+    ),
+    RightAnswer(
+        "04 YT4 cached causal",
+        "a float mask",
+        cached(call_with(lambda t, s: additive(~future(t, s)))),
+    ),
+    RightAnswer(
+        "04 YT4 cached causal",
+        "need_weights=False",
+        cached(call_with(lambda t, s: future(t, s), need_weights=False)),
     ),
 ]
 

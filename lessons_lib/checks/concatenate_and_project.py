@@ -8,14 +8,24 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   interleaved features, heads averaged, summed, reversed, glued along the token axis,
   ``np.concatenate(heads_out, -1)`` (which walks the batch axis), the reshape missing, shapes
   hard-coded, a call of the library's ``merge_heads``.
+  A call of the lesson's own ``merge`` (or of a private library merge) is refused too.
 - `check_combine`: the layer output from per-head outputs and ``W_o``; averaging (with or without a
   projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
-  ``np.concatenate(heads_out, -1)``, a 1/h factor.
+  ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
+- `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
+  every ``i`` and on other sizes; columns of ``W_o`` instead of rows, the rows of another head (one
+  place off, every h-th row, always head 0's), ``W_o`` transposed or missing, the whole output or
+  an equal share of it, another ``W_o`` than the one given, sizes hard-coded.
+- `check_time_major_merge`: the heads folded into the batch axis, ``(B*h, T, d_h)`` (row ``b*h + i``),
+  merged into the sequence-first ``(T, B, D)``: the fold read head-major, the batch-first result, a
+  direct reshape, the transpose missing, sizes hard-coded.
 - `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``
   (the function tried on a second matrix); the copy without transposing, a bias, the copy outside
   ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument.
 - `check_fixed_forward`: the repaired broken layer, tried on the lesson's problem and on two more of
-  other sizes and weights; which bug remains (the direct-reshape split, the unscaled scores), a wrong
+  other sizes and weights; which bug remains (the direct-reshape split, also for only some of q, k
+  and v, the unscaled scores), the scale after the softmax or multiplied, q @ k with k unswapped,
+  k or v projected with the wrong weight, ``W_o`` missing or transposed, ``.T`` on 4-D keys, a wrong
   scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
   function that ignores its arguments, a call of the library's layer.
 
@@ -42,15 +52,18 @@ from lessons_lib.checks import (
     passed,
     reference_array,
     same,
+    uses_name,
 )
 
 __all__ = [
     "check_combine",
     "check_fixed_forward",
+    "check_head_contribution",
     "check_linear_from_numpy",
     "check_linear_weight",
     "check_merge",
     "check_merge_function",
+    "check_time_major_merge",
 ]
 
 Floats = NDArray[np.float64]
@@ -93,15 +106,46 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
          f"you glued the heads along the token axis, shape (B, h*T, d_h) = {answer.shape}: "
          f"the blocks belong side by side in each token's row of features"),
         (lambda: np.concatenate(list(heads), axis=-1), _CONCATENATE_ARRAY),
+        (lambda: heads.T.reshape(B, T, h * d_h),
+         "`.T` on a 4-D array reverses ALL four axes, (B, h, T, d_h) -> (d_h, T, h, B), so the reshape then mixes "
+         "sequences, tokens and features: name the two axes to swap"),
+        (lambda: np.swapaxes(heads, -1, -2).reshape(B, T, h * d_h),
+         "you swapped the last two axes, T and d_h, not the head axis and the token axis (axes 1 and 2)"),
+        (lambda: heads.transpose(1, 0, 2, 3),
+         f"you returned the h head blocks one after another, shape (h, B, T, d_h) = {answer.shape}: they must be "
+         "glued side by side into one row of D features per token"),
+        (lambda: heads.swapaxes(0, 1).reshape(B, T, h * d_h),
+         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2), "
+         "so each row still holds several tokens"),
+        (lambda: heads.transpose(2, 0, 1, 3).reshape(T, B, h * d_h),
+         f"token first, (T, B, D) = {answer.shape}: the heads are glued right, but the batch axis must stay first, "
+         "(B, T, D)"),
         (lambda: np.concatenate([heads[:, i] for i in range(h)], axis=0),
          f"you glued the heads' (B, T, d_h) blocks along axis 0, one under the other, shape {answer.shape}: "
          "side by side means along the last axis, the features"),
     ])
     if mistake is not None:
         return failed(question, mistake)
+    if answer.shape == (B, h, T * d_h) and h != T:
+        return failed(question, f"shape (B, h, T*d_h) = {answer.shape}: the reshape's sizes come from the wrong axes "
+                                "(after a transpose the axes have moved): read B, h, T, d_h from heads_out.shape "
+                                "first, then ask for (B, T, h*d_h)")
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers are not a merge of heads_out into rows of h * d_h")
+    return failed(question, "right shape (B, T, D), wrong numbers: not a merge of heads_out into rows of h * d_h")
+
+
+def _refused_merge(question: str, function: Any) -> Verdict | None:
+    """A failed `Verdict` when ``function`` hands the merge to a finished one: the library's
+    ``merge_heads`` (NumPy or torch), its private twin, the figure's ``merge_blocks``, this module's
+    ``_merge``, or the lesson's own ``merge`` (defined in the notebook after the exercise)."""
+    refused = forbidden_call(question, function, "merge_heads", "_merge_heads", "merge_blocks", "_merge")
+    if refused is not None:
+        return refused
+    if uses_name(function, "merge", home=None):
+        return failed(question, "your function calls the lesson's merge, which is the function this exercise asks "
+                                "you to write: build it from NumPy operations yourself")
+    return None
 
 
 def check_merge(merged: Any, heads_out: Any) -> Verdict:
@@ -121,7 +165,7 @@ def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
     question = "merge by hand"
     heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
     if merge is not None:
-        refused = forbidden_call(question, merge, "merge_heads")
+        refused = _refused_merge(question, merge)
         if refused is not None:
             return refused
     rng = np.random.default_rng(0)
@@ -129,6 +173,9 @@ def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
     first: Verdict | None = None
     for problem in problems:
         result = function_answer(question, merge, (problem.copy(),), "the body: return the merged (B, T, D) array")
+        if isinstance(result, Verdict) and "axes don't match array" in result.message:
+            result = failed(question, f"{result.message}: NumPy's transpose takes the new order of ALL the axes, "
+                                      "four here (torch's transpose(1, 2) swaps two; NumPy's swapaxes does that)")
         verdict = result if isinstance(result, Verdict) else _merge_verdict(question, result, problem)
         if first is None:
             first = verdict
@@ -188,7 +235,7 @@ def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
         return failed(question, mistake)
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers are not the layer output")
+    return failed(question, "right shape (B, T, D), wrong numbers: not the merged heads times the wo given")
 
 
 def _through_average(answer: Floats, heads: Floats) -> bool:
@@ -203,6 +250,217 @@ def _through_average(answer: Floats, heads: Floats) -> bool:
         return False
     fit, *_ = np.linalg.lstsq(mean, target, rcond=None)
     return same(mean @ fit, target)
+
+
+def _contribution(heads: Floats, w: Floats, i: int) -> Floats:
+    """Head ``i``'s share of ``merge(heads) @ w``: its features meet row block ``i`` of ``w``."""
+    d_h = heads.shape[-1]
+    result: Floats = heads[:, i] @ w[i * d_h : (i + 1) * d_h]
+    return result
+
+
+def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> str | None:
+    """The known mistake ``answer`` equals for head ``i`` of one problem, or ``None``."""
+    B, h, T, d_h = heads.shape
+    D = h * d_h
+    rows = f"rows {i * d_h}..{(i + 1) * d_h - 1}"
+    output = _merge(heads) @ w
+    candidates: list[tuple[Any, str]] = [
+        (lambda: heads[:, i] @ w[:, i * d_h : (i + 1) * d_h],
+         f"you took a block of d_h COLUMNS of W_o, so the result has only d_h = {d_h} output features: in x @ W_o "
+         "the input features meet the ROWS of W_o, and every head's features reach all D output features"),
+        (lambda: heads[:, i] @ w.T[i * d_h : (i + 1) * d_h],
+         "W_o is transposed: NumPy weights are (in, out) and multiply from the right, so feature j of the merged "
+         "row meets row j of W_o, not column j"),
+        (output, "this is the whole output, every head's contribution added up; keep only head i's terms"),
+        (lambda: output / h,
+         f"this is 1/h = 1/{h} of the whole output, an equal share: head i's contribution depends on what head i "
+         "said, not on an average"),
+        (lambda: heads[:, i],
+         f"this is head i's own output, (B, T, d_h): W_o is missing (its {rows} turn it into D output features)"),
+        (lambda: _merge(heads)[..., i * d_h : (i + 1) * d_h],
+         "this is head i's block of the merged row, (B, T, d_h): W_o is missing"),
+        (lambda: heads[:, i] @ w[i::h],
+         f"you took every h-th row of W_o (rows {i}, {i + h}, ...): head i's features are one contiguous block "
+         f"of the merged row, so they meet {rows}, a contiguous block of W_o"),
+        (lambda: np.where(np.arange(h)[:, None, None] == i, heads, 0.0).reshape(B, T, D) @ w,
+         "you zeroed the other heads, then merged by a direct reshape (B, h, T, d_h) -> (B, T, D), which mixes "
+         "tokens: the merge must bring the heads of each token together first (section 1)"),
+        (lambda: heads[:, i] @ w[i * d_h : (i + 1) * d_h, i * d_h : (i + 1) * d_h],
+         f"you kept only the diagonal block of W_o, {rows} and the same columns, so only d_h output features: "
+         "head i's rows reach all D output features"),
+        (lambda: output[..., i * d_h : (i + 1) * d_h],
+         "you sliced the OUTPUT features of the whole output: head i's contribution reaches all D output "
+         "features; what belongs to head i is its block of input features, the rows of W_o"),
+        (lambda: _contribution(heads, w, i) / h,
+         f"this is 1/h = 1/{h} of head i's contribution: the contributions are added, not averaged, so nothing is "
+         "divided by h"),
+        (lambda: heads[i] @ w[i * d_h : (i + 1) * d_h],
+         "heads_out[i] picks sequence i (axis 0 is the batch B); head i is heads_out[:, i]"),
+        (lambda: heads[:, i] @ w.reshape(h, d_h, D).mean(axis=0),
+         "you averaged W_o's h blocks of rows: that is the single reader averaging would use; in the layer head i "
+         "is read by its own block only"),
+    ]
+    if h > 1:
+        nxt = (i + 1) % h
+        candidates.append((lambda: _contribution(heads, w, nxt),
+                           f"this is head {nxt}'s contribution, not head {i}'s: heads are counted from 0 here (the "
+                           "paper counts from 1)"))
+        if i != 0:
+            candidates.append((lambda: heads[:, i] @ w[:d_h],
+                               f"for i = {i} you used W_o's first d_h rows, which belong to head 0: head i's "
+                               f"features meet {rows}"))
+            candidates.append((lambda: _contribution(heads, w, 0),
+                               f"for i = {i} you returned head 0's contribution: use the argument i"))
+    return first_match(answer, candidates)
+
+
+# Extra (B, h, T, d_h) problems for `check_head_contribution`: first one of the given sizes with new
+# numbers and a new W_o (which tells a function that uses the notebook's wo from one that hard-codes
+# a size), then the shapes `MERGE_SHAPES`, which the lesson does not hold.
+def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdict:
+    """Question "head contribution": ``contribution(heads_out, wo, i)``, head ``i``'s share of
+    ``merge(heads_out) @ wo`` for ``heads_out (B, h, T, d_h)`` and ``wo (D, D)`` (in, out); tried for every
+    ``i``, then on a second problem of the same sizes and on the shapes `MERGE_SHAPES`."""
+    question = "head contribution"
+    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
+    w = reference_array("wo", wo, "(D, D)", rank=2)
+    D = heads.shape[1] * heads.shape[3]  # h * d_h
+    if w.shape != (D, D):
+        raise ValueError(f"wo must be (D, D) = {(D, D)} for heads_out of shape {heads.shape}, got {w.shape}")
+    rng = np.random.default_rng(9)
+    problems = [(heads, w)]
+    for shape in (heads.shape, *MERGE_SHAPES):
+        D = shape[1] * shape[3]
+        problems.append((rng.normal(size=shape), rng.uniform(-1.0, 1.0, size=(D, D))))
+    what = "the body: return head i's contribution, shape (B, T, D)"
+    for trial, (problem, matrix) in enumerate(problems):
+        where = f"heads_out of shape {problem.shape} with a W_o of its own"
+        for i in range(problem.shape[1]):
+            result = function_answer(question, contribution, (problem.copy(), matrix.copy(), i), what)
+            if isinstance(result, Verdict) and trial == 0 and result.answered and "raised" in result.message:
+                return failed(question, f"for i = {i}: {result.message} (heads_out[:, i] is (B, T, d_h) = "
+                                        f"{problem[:, i].shape} and wo is (D, D) = {matrix.shape}; heads are counted "
+                                        "from 0, and head i's d_h features meet d_h rows of wo)")
+            if isinstance(result, Verdict) and (trial == 0 or not result.answered):
+                return result
+            answer = result if isinstance(result, Verdict) else array_answer(question, result, "head i's contribution")
+            if isinstance(answer, Verdict):
+                if trial == 0:
+                    return answer
+                return failed(question, f"sizes hard-coded? Right for the lesson's heads_out {heads.shape}, but on "
+                                        f"{where}: {answer.message}. Read B, h, T, d_h from the arguments")
+            expected = _contribution(problem, matrix, i)
+            if same(answer, expected):
+                continue
+            if trial > 0 and problem.shape == heads.shape and same(answer, _contribution(problem, w, i)):
+                return failed(question, "your W_o is not the wo given: on a second problem with a W_o of its own, "
+                                        "your function used the lesson's wo. Use the argument wo")
+            mistake = _contribution_mistake(answer, problem, matrix, i)
+            if trial == 0:
+                if mistake is not None:
+                    return failed(question, mistake)
+                if answer.shape != expected.shape:
+                    return failed(question, f"for i = {i}: expected shape (B, T, D) = {expected.shape}, "
+                                            f"got {answer.shape}")
+                return failed(question, f"for i = {i}: right shape (B, T, D), wrong numbers: not the part of "
+                                        "the layer output that comes from head i's features")
+            detail = mistake or (f"for i = {i} expected shape {expected.shape}, got {answer.shape}"
+                                 if answer.shape != expected.shape else f"for i = {i} right shape, wrong numbers")
+            return failed(question, f"sizes hard-coded? Right for the lesson's heads_out {heads.shape}, but not on "
+                                    f"{where}: {detail}. Read B, h, T, d_h from the arguments")
+    return passed(question, "head i's d_h features meet its own block of d_h rows of W_o; the h contributions "
+                            "add up to merge(heads_out) @ wo")
+
+
+def _time_major(folded: Floats, heads: int) -> Floats:
+    """``(B*h, T, d_h)`` with row ``b*h + i`` = head ``i`` of sequence ``b`` -> ``(T, B, D)``."""
+    BH, T, d_h = folded.shape
+    return folded.transpose(1, 0, 2).reshape(T, BH // heads, heads * d_h)
+
+
+def _time_major_verdict(question: str, answer: Any, folded: Floats, heads: int) -> Verdict | None:
+    """``None`` when ``answer`` is the right merge, else a failed `Verdict` naming the mistake."""
+    array = array_answer(question, answer, "the merged array, shape (T, B, D)")
+    if isinstance(array, Verdict):
+        return array
+    BH, T, d_h = folded.shape
+    B, h, D = BH // heads, heads, heads * d_h
+    expected = _time_major(folded, heads)
+    if same(array, expected):
+        return None
+    by_sequence = folded.reshape(B, h, T, d_h)
+    head_major = folded.reshape(h, B, T, d_h).transpose(1, 0, 2, 3)  # the fold read as row i*B + b
+    mistake = first_match(array, [
+        (lambda: _merge(by_sequence),
+         f"batch first, (B, T, D) = {(B, T, D)}: the tokens are right, but the layout asked for is sequence-first, "
+         f"(T, B, D) = {(T, B, D)}, as nn.MultiheadAttention returns it by default"),
+        (lambda: _merge(head_major).transpose(1, 0, 2),
+         "you read the folded axis as head-major (row i*B + b): here row b*h + i is head i of sequence b, so "
+         "the h heads of one sequence are neighbours"),
+        (lambda: _merge(by_sequence).reshape(T, B, D),
+         "you reshaped the batch-first (B, T, D) result to (T, B, D): a reshape keeps the row-major order, so it "
+         "relabels the numbers instead of swapping the axes B and T"),
+        (lambda: _merge(head_major),
+         "you read the folded axis as head-major (row i*B + b), and the result is batch first: row b*h + i is "
+         "head i of sequence b, and the layout asked for is (T, B, D)"),
+        (lambda: folded.reshape(T, B, D),
+         "direct reshape without moving the token axis first: (B*h, T, d_h) straight to (T, B, D) gives the right "
+         "shape, but each row then holds several tokens of one head"),
+        (lambda: folded.transpose(1, 0, 2),
+         f"the token axis is first, (T, B*h, d_h) = {(T, BH, d_h)}, but the heads are not yet glued into rows of "
+         "D features: a reshape is missing"),
+        (lambda: by_sequence.transpose(2, 0, 3, 1).reshape(T, B, D),
+         "the features are interleaved: the head axis ended up after the feature axis before the reshape, so "
+         "the heads' features alternate instead of staying in blocks of d_h"),
+        (lambda: _merge(by_sequence[:, ::-1]).transpose(1, 0, 2), "the heads are in reverse order"),
+        (lambda: _merge(folded.reshape(h, B, T, d_h)).transpose(1, 0, 2),
+         "you unfolded the folded axis as (h, B): its rows are b*h + i, so it unfolds as (B, h), sequence first"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
+    if array.shape == (T, B * D) and B > 1:
+        return failed(question, f"shape (T, B*D) = {array.shape}: the sequences are glued together too; keep B as an "
+                                "axis of its own, (T, B, D)")
+    if array.shape == (T, D, B) and D != B:
+        return failed(question, f"shape (T, D, B) = {array.shape}: the last two axes are swapped; the features come "
+                                "last, (T, B, D)")
+    if array.shape != expected.shape:
+        return failed(question, f"expected shape (T, B, D) = {expected.shape}, got {array.shape}")
+    return failed(question, "right shape (T, B, D), wrong numbers: not the heads of each token of each sequence "
+                            "side by side")
+
+
+# Extra (B, h, T, d_h) sizes for `check_time_major_merge`: none equal to another, and none the lesson's.
+TIME_MAJOR_SHAPES: tuple[tuple[int, int, int, int], ...] = ((3, 2, 5, 1), (1, 4, 3, 2))
+
+
+def check_time_major_merge(merge: Any, folded: Any, heads: Any) -> Verdict:
+    """Question "sequence-first merge": ``merge(folded, heads)`` turns ``folded (B*h, T, d_h)``, whose row
+    ``b*h + i`` is head ``i`` of sequence ``b``, into ``(T, B, D)``; tried on the given problem, then on the
+    sizes `TIME_MAJOR_SHAPES` (``folded`` made from random ``(B, h, T, d_h)`` arrays)."""
+    question = "sequence-first merge"
+    given = reference_array("folded", folded, "(B*h, T, d_h)", rank=3)
+    if not isinstance(heads, (int, np.integer)) or heads < 1 or given.shape[0] % heads:
+        raise ValueError(f"heads must be a positive int dividing folded.shape[0] = {given.shape[0]}, got {heads!r}")
+    rng = np.random.default_rng(11)
+    problems = [(given, int(heads))]
+    problems += [(rng.normal(size=(b * n, t, w)), n) for b, n, t, w in TIME_MAJOR_SHAPES]
+    what = "the body: return the merged array, shape (T, B, D)"
+    for trial, (problem, n) in enumerate(problems):
+        result = function_answer(question, merge, (problem.copy(), n), what)
+        verdict = result if isinstance(result, Verdict) else _time_major_verdict(question, result, problem, n)
+        if verdict is None:
+            continue
+        if trial == 0 or not verdict.answered:
+            return verdict
+        B, T, d_h = problem.shape[0] // n, problem.shape[1], problem.shape[2]
+        return failed(question, f"sizes hard-coded? Right for the lesson's folded {given.shape} with heads="
+                                f"{int(heads)}, but not for B={B}, h={n}, T={T}, d_h={d_h} ({verdict.message}). "
+                                "Read T and d_h from folded's shape and B = folded.shape[0] // heads")
+    BH, T, d_h = given.shape
+    return passed(question, f"(T, B, D) = {(T, BH // int(heads), int(heads) * d_h)}: token first, then sequence, "
+                            "each row head 0's features, then head 1's")
 
 
 def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
@@ -225,9 +483,17 @@ def check_linear_weight(weight: Any, w_in_out: Any) -> Verdict:
             "not transposed: you copied the NumPy (in, out) matrix as it is, but nn.Linear stores "
             "(out_features, in_features) and computes x @ weight.T",
         )
+    if answer.shape == expected.shape and same(answer, w.reshape(expected.shape)):
+        return failed(
+            question,
+            f"reshaped, not transposed: a reshape to {expected.shape} keeps the numbers in their row-major order, "
+            "so row r of the weight is not column r of w_in_out; nn.Linear needs weight.T equal to w_in_out",
+        )
+    if answer.shape == expected.shape and same(answer, -expected):
+        return failed(question, "right shape, but every number has the wrong sign")
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (out_features, in_features) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the numbers are not those of w_in_out in nn.Linear's layout")
+    return failed(question, "right shape, wrong numbers: not those of w_in_out in nn.Linear's layout")
 
 
 def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
@@ -256,6 +522,9 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
         question, linear_from_numpy, (np.array(w),), "the body: return a bias-free nn.Linear computing x @ w_in_out"
     )
     if isinstance(layer, Verdict) and layer.answered and layer.message.startswith("your function raised"):
+        if "cannot assign" in layer.message and "Parameter" in layer.message:
+            return failed(question, f"{layer.message}: a layer's weight must stay an nn.Parameter; write the numbers "
+                                    "into the existing weight in place, or wrap the new tensor in nn.Parameter")
         if "leaf Variable" in layer.message and "in-place" in layer.message:
             return failed(question, f"{layer.message}: autograd refuses to overwrite a trainable weight in place; "
                                     "do the copy inside `with torch.no_grad():`")
@@ -272,21 +541,29 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
     return replace(check_linear_weight(weight, w), question=question)
 
 
-def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool = False, scale: float | None = None,
-           direct_merge: bool = False, axis: int = -1) -> Floats:
-    """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs."""
+def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = False, scale: float | None = None,
+           direct_merge: bool = False, axis: int = -1, after: float = 1.0, project: bool = True,
+           keys_swapped: bool = True) -> Floats:
+    """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs.
+
+    ``direct_split``: True for the direct-reshape split of q, k and v, or the letters of those split so
+    (``"v"``: only v)."""
     B, T, D = x.shape
     d_h = D // heads
+    direct = "qkv" if direct_split is True else direct_split or ""
 
-    def split(y: Floats) -> Floats:  # (B, T, D) -> (B, h, T, d_h)
-        return y.reshape(B, heads, T, d_h) if direct_split else y.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
+    def split(y: Floats, name: str) -> Floats:  # (B, T, D) -> (B, h, T, d_h)
+        if name in direct:
+            return y.reshape(B, heads, T, d_h)
+        return y.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
 
-    q, k, v = split(x @ w[0]), split(x @ w[1]), split(x @ w[2])
-    scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
+    q, k, v = split(x @ w[0], "q"), split(x @ w[1], "k"), split(x @ w[2], "v")
+    keys = k.transpose(0, 1, 3, 2) if keys_swapped else k  # (B, h, d_h, T)
+    scores = q @ keys * (1.0 / np.sqrt(d_h) if scale is None else scale)  # (B, h, T, T)
     exps = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    heads_out = exps / exps.sum(axis=axis, keepdims=True) @ v  # (B, h, T, d_h)
+    heads_out = exps / exps.sum(axis=axis, keepdims=True) * after @ v  # (B, h, T, d_h)
     merged = heads_out.reshape(B, T, D) if direct_merge else _merge(heads_out)
-    result: Floats = merged @ w[3]
+    result: Floats = merged @ w[3] if project else merged
     return result
 
 
@@ -318,15 +595,42 @@ def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str
         (lambda: _layer(xs, w, h, direct_split=True, scale=1.0), f"both bugs remain: {split_bug}, and {scale_bug}"),
         (lambda: _layer(xs, w, h, scale=1.0), f"the split is fixed; one bug remains: {scale_bug}"),
         (lambda: _layer(xs, w, h, direct_split=True), f"the scale is fixed; one bug remains: {split_bug}"),
+        *[(lambda letters=letters, scale=scale: _layer(xs, w, h, direct_split=letters, scale=scale),
+           _split_of(letters) + ("" if scale is None else f"; and {scale_bug}"))
+          for letters in ("v", "q", "k", "qk", "qv", "kv") for scale in (None, 1.0)],
         (lambda: _layer(xs, w, h, scale=1.0 / d_h), f"the scores are divided by d_h = {d_h}: too much (lesson 01)"),
         (lambda: _layer(xs, w, h, scale=1.0 / np.sqrt(D)),
          f"the scores are divided by sqrt(D) = sqrt({D}): each head's dot products have d_h = {d_h} terms, not D"),
         (lambda: _layer(xs, w, h, axis=-2),
          "the split and the scale are right, but the softmax runs over axis -2, the query axis, so each key's "
          "column sums to 1; each query's weights must sum to 1 over the keys: axis=-1 (lesson 01)"),
+        (lambda: _layer(xs, w, h, scale=1.0, after=1.0 / np.sqrt(d_h)),
+         "the split is fixed, but you applied the scale to the weights, after the softmax: it belongs on the "
+         "scores, before the softmax (lesson 01); the weights must still sum to 1"),
+        (lambda: _layer(xs, w, h, scale=np.sqrt(d_h)),
+         "the split is fixed, but the scores are multiplied by the scale factor instead of divided by it (lesson 01)"),
+        (lambda: _layer(xs, w, h, project=False),
+         "the split and the scale are right, but W_o is missing: the merged heads still need the output projection"),
+        (lambda: _layer(xs, w, h, keys_swapped=False),
+         "the scores multiply q by k itself, not by k with its last two axes swapped: it runs only because T = d_h "
+         "here, and each score is not a query-key dot product"),
+        (lambda: _layer(xs, [w[0], w[0], w[2], w[3]], h), "k is projected with wq: the keys need wk"),
+        (lambda: _layer(xs, [w[0], w[1], w[1], w[3]], h), "v is projected with wk: the values need wv"),
+        (lambda: _layer(xs, [w[0], w[1], w[0], w[3]], h), "v is projected with wq: the values need wv"),
+        (lambda: _layer(xs, [w[0], w[1], w[2], w[3].T], h),
+         "W_o is transposed: NumPy weights are (in, out) and multiply from the right"),
         (lambda: _layer(xs, w, h, direct_merge=True),
          "the split and the scale are right, but the merge is now a direct reshape (B, h, T, d_h) -> (B, T, D)"),
     ])
+
+
+def _split_of(letters: str) -> str:
+    """What a partly fixed split looks like: ``"v"`` -> v still split by a direct reshape."""
+    still = " and ".join(letters)
+    fixed = " and ".join(name for name in "qkv" if name not in letters)
+    verb = "is" if len(letters) == 1 else "are"
+    return (f"{fixed} {'is' if len(fixed) == 1 else 'are'} split right, but {still} {verb} still split by a direct "
+            f"reshape (B, T, D) -> (B, h, T, d_h), which gives each head rows of several tokens: fix every split")
 
 
 def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: Any) -> Verdict:
@@ -358,7 +662,7 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
             if not same(verdict, _layer(px, pw, ph)):
                 if verdict.shape != px.shape:
                     return failed(question, f"expected shape (B, T, D) = {px.shape}, got {verdict.shape}")
-                return failed(question, "the shape is right but the numbers are not the layer's output")
+                return failed(question, "right shape (B, T, D), wrong numbers: not the layer's output")
             first_answer = verdict
             continue
         if same(verdict, _layer(px, pw, ph)):
@@ -379,7 +683,7 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
                                     "argument `heads` (and d_h = D // heads), not from the notebook's h")
         mistake = _forward_mistake(verdict, px, pw, ph)
         detail = mistake or (f"expected shape (B, T, D) = {(pB, pT, pD)}, got {verdict.shape}"
-                             if verdict.shape != (pB, pT, pD) else "the shape is right but the numbers are not")
+                             if verdict.shape != (pB, pT, pD) else "right shape, wrong numbers")
         return failed(question, f"sizes hard-coded? Right for the lesson's x {xs.shape} with heads={int(heads)}, "
                                 f"but not on {where}: {detail}. Read every size from the arguments")
     return passed(question, "both bugs fixed: the split transposes to (B, h, T, d_h) and the scores are scaled")
@@ -390,6 +694,9 @@ def _forward_verdict(question: str, forward: Any, xs: Floats, w: list[Floats], h
     equals a known mistake; an output that is wrong in another way is returned for the caller to diagnose."""
     args = (xs.copy(), *(m.copy() for m in w), h)
     result = function_answer(question, forward, args, "the body: return the layer output, shape (B, T, D)")
+    if isinstance(result, Verdict) and result.answered and "raised" in result.message and "matmul" in result.message:
+        return failed(question, f"{result.message} (is there a `.T` on a 4-D array? It reverses all four axes; "
+                                "the scores need only the last two axes of k swapped)")
     if isinstance(result, Verdict):
         return result
     if isinstance(result, tuple):

@@ -4,25 +4,35 @@ Each compares the learner's answer with the right one and, when it is wrong, nam
 this lesson warns about that it equals; a "not yet" message never spells out the solution.
 
 - `check_mha_mask`: the ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a transposed
-  mask, an anti-causal or top-left causal one, float masks (inverted additive, 0/1 numbers, NaN from
-  ``0 * -inf``).
+  mask, an anti-causal or top-left causal one, a square ``(T, T)`` one for a ``(T, S)`` question,
+  float masks (inverted additive, 0/1 numbers, NaN from ``0 * -inf``).
 - `check_key_padding_mask`: ``key_padding_mask (B, S)`` from per-sequence lengths; the inverted
   convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers.
-- `check_float_mask`: the additive mask from ``allowed``; 1/0 or 0/1 numbers, the sign flipped,
-  -inf where allowed, NaN from ``(~allowed) * -inf`` (``0 * -inf`` is NaN), an anti-causal mask, a
-  penalty too small to block, a boolean. A large finite penalty (at most -1e9) passes, with the
-  caveat that a row blocked everywhere then gets no NaN: it attends as if unmasked in float64 and
-  takes the plain mean of the values in float32.
+- `check_float_mask`: the additive mask from ``allowed`` (``(T, S)``), or from ``allowed`` and the
+  context lengths together (``(B, 1, T, S)``, for SDPA); 1/0 or 0/1 numbers, the sign flipped, -inf
+  where allowed, NaN from ``(~allowed) * -inf``, an anti-causal mask, one of the two parts missing,
+  a ``(B, T, S)`` mask that meets the heads axis, a boolean. A finite penalty is judged by its
+  effect in the mask's own dtype: it passes when ``exp`` sends a blocked key's weight to exactly 0
+  (with a caveat, worded by the penalty's magnitude, on a row blocked everywhere) and is refused,
+  with the weight it leaves, when it does not.
 - `check_causal_mha`: a function that calls ``nn.MultiheadAttention`` so that it equals our causal
   layer; no mask, the mask not inverted, the diagonal blocked, an anti-causal mask, a tuple or the
   weights returned, a NumPy array returned, a mask built for one length only.
+- `check_cached_causal_mha`: the same call for ``T`` new tokens after ``S - T`` cached ones (the
+  bottom-right ``(T, S)`` mask over past and new together); the past left out, the top-left
+  triangle, the order of past and new swapped, all ``S`` rows returned, sizes or a layer taken from
+  the notebook instead of the arguments.
 
-Answers may be NumPy arrays or torch tensors; this module imports NumPy only (the learner's
-``nn.MultiheadAttention`` is read through its attributes and called, never imported).
+Answers that PyTorch takes (masks) must be torch tensors when the lesson's own arrays are: given a
+NumPy array, ``nn.MultiheadAttention`` and SDPA raise ``TypeError``. This module imports NumPy only
+(the learner's ``nn.MultiheadAttention`` is read through its attributes and called, never imported).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,25 +55,52 @@ from lessons_lib.checks import (
 from lessons_lib.mha_numpy import causal_mask
 from lessons_lib.validation import check_int
 
-__all__ = ["LARGE_PENALTY", "check_causal_mha", "check_float_mask", "check_key_padding_mask", "check_mha_mask"]
+__all__ = [
+    "BLOCKING_MARGIN",
+    "check_cached_causal_mha",
+    "check_causal_mha",
+    "check_float_mask",
+    "check_key_padding_mask",
+    "check_mha_mask",
+]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
 
-# A finite penalty this large blocks as well as -inf whenever a row has an allowed position:
-# exp(score - 1e9) underflows to exactly 0 in float32 and float64 (and -1e9 rounds to -inf in float16).
-LARGE_PENALTY = -1e9
+# A finite penalty is judged by what it does, in the mask's own dtype: it blocks when a blocked key
+# gets weight exactly 0 even if its score is this much above an allowed key's, i.e. when
+# exp(penalty + BLOCKING_MARGIN) underflows to 0 (float64: below about -765; float32: about -124).
+BLOCKING_MARGIN = 20.0
 
-LARGE_PENALTY_CAVEAT = (
-    "a large finite penalty blocks as well as -inf here (exp underflows to 0), with one difference: a row "
-    "blocked everywhere gets no NaN to warn you; in float64 it attends as if it had no mask, in float32 "
-    "(-1e9 + score rounds to -1e9) it takes the plain mean of the values (section 7)"
-)
 NAN_MASK = (
     "your mask holds NaN: 0 * -inf is NaN, not 0, so multiplying a boolean or 0/1 mask by -inf puts NaN "
     "wherever the mask is 0, and NaN + score makes those outputs NaN; put -inf only where attention is "
     "blocked and 0 elsewhere (section 7)"
 )
+NUMPY_MASK = (
+    "it is a NumPy array, and {argument} takes a torch tensor: given an array it raises TypeError "
+    "(\"argument ... must be Tensor, not numpy.ndarray\"); build it from the lesson's tensors, or convert it "
+    "with torch.from_numpy"
+)
+
+
+def _torch_only(question: str, verdict: Verdict, answer: Any, reference: Any, argument: str) -> Verdict:
+    """A right mask handed in as a NumPy array, where the lesson's own arrays are tensors, is refused:
+    PyTorch would not take it."""
+    if verdict.ok and isinstance(answer, np.ndarray) and hasattr(reference, "detach"):
+        return failed(question, "the pattern is right, but " + NUMPY_MASK.format(argument=argument))
+    return verdict
+
+
+def _shape_message(shape: tuple[int, ...], T: int, S: int) -> str:
+    """What a mask of the wrong shape for a ``(T, S)`` question most likely is."""
+    if T != S and shape == (T, T):
+        return (f"a square (T, T) = {(T, T)} mask: here T = {T} queries attend to S = {S} keys "
+                f"(cross-attention), so the mask needs one row per query and one column per key, "
+                f"(T, S) = {(T, S)}")
+    if T != S and shape == (S, T):
+        return f"shape (S, T) = {(S, T)}: rows are queries (T) and columns are keys (S), (T, S) = {(T, S)}"
+    return f"expected shape (T, S) = {(T, S)}, got {shape}"
 
 
 def _causal_variants(allowed: Bools) -> list[tuple[Bools, str]]:
@@ -94,9 +131,22 @@ def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
     answer = mask_answer(question, attn_mask, "a boolean (T, S) mask in nn.MultiheadAttention's convention")
     if isinstance(answer, Verdict):
         return answer
+    verdict = _mha_mask_verdict(question, answer, allowed_mask)
+    return _torch_only(question, verdict, attn_mask, allowed, "nn.MultiheadAttention(attn_mask=...)")
+
+
+def _mha_mask_verdict(question: str, answer: NDArray[Any], allowed_mask: Bools) -> Verdict:
+    T, S = allowed_mask.shape
     blocked = ~allowed_mask
     if answer.dtype.kind == "f":
-        return _check_additive_mask(question, answer, blocked)
+        return _additive_verdict(
+            question, answer, allowed_mask,
+            mistakes=[(blocked, "inverted additive mask: this -inf sits where attention is allowed, so it blocks "
+                                "the wrong positions")],
+            shape_message=lambda shape: _shape_message(shape, T, S),
+            right="an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed",
+            generic="a float mask is added to the scores: 0 keeps a score, -inf blocks it",
+        )
     if answer.dtype != np.bool_:
         return failed(question, f"expected a boolean mask or a float additive mask, got dtype {answer.dtype}")
     if same(answer, blocked):
@@ -111,30 +161,103 @@ def check_mha_mask(attn_mask: Any, allowed: Any) -> Verdict:
     if mistake is not None:
         return failed(question, mistake)
     if answer.shape != blocked.shape:
-        return failed(question, f"expected shape (T, S) = {blocked.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the pattern does not block exactly what allowed forbids")
+        return failed(question, _shape_message(answer.shape, T, S))
+    return failed(question, "right shape, wrong pattern: this mask does not block exactly what allowed forbids")
 
 
-def _check_additive_mask(question: str, answer: NDArray[Any], blocked: Bools) -> Verdict:
-    """A float mask is added to the scores: 0 where allowed, -inf where blocked."""
-    if np.isnan(answer).any():
+# ----- float masks: what a penalty does, judged in the mask's own dtype ---------------------------
+def _number(value: float) -> str:
+    """A penalty as people write it: -10, -65504, -1e9 (not -1e+09)."""
+    return format(value, "g").replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def _penalty_problem(penalty: float, dtype: np.dtype[Any]) -> str | None:
+    """Why a finite negative ``penalty`` does not block exactly in ``dtype``, or ``None`` if it does."""
+    name, p = dtype.name, _number(penalty)
+    with np.errstate(all="ignore"):
+        level = np.asarray(penalty, dtype=dtype)
+        same_score = float(np.exp(level))  # a blocked key against an allowed key of the same score
+        higher = float(np.exp(level + np.asarray(BLOCKING_MARGIN, dtype=dtype)))
+    if same_score > 0:
+        return (f"a penalty of {p} only lowers those scores: a blocked key keeps some weight, "
+                f"exp({p}) = {same_score:.1g} of an allowed key's with the same score in {name}; a "
+                f"penalty blocks only where its exp is exactly 0 in the mask's dtype")
+    if higher > 0:
+        return (f"a penalty of {p} blocks only while the scores are close: exp({p}) is 0 in "
+                f"{name}, but a blocked key that scores {BLOCKING_MARGIN:g} above an allowed one keeps a weight "
+                f"of about {higher:.1g}; a penalty must stay far below any difference of scores")
+    return None
+
+
+def _penalty_caveat(penalty: float, dtype: np.dtype[Any]) -> str:
+    """What a penalty that blocks does to a row blocked everywhere, by its magnitude in ``dtype``."""
+    name, p = dtype.name, _number(penalty)
+    with np.errstate(all="ignore"):
+        level = np.asarray(penalty, dtype=dtype)
+        spacing = abs(float(np.nextafter(level, 0) - level))  # the gap to the next float towards 0
+        in_half = np.isinf(np.float16(penalty))
+    apart = _number(float(f"{spacing:.2g}")) if spacing >= 1 else f"{spacing:.1g}"
+    gap = f"floats near {p} are {apart} apart in {name}"
+    if spacing < 0.1:
+        fate = (f"every score of that row drops by the same {p} and keeps its differences ({gap}), so the row "
+                "attends almost as if it had no mask")
+    elif spacing >= 10:
+        fate = (f"{p} + score rounds to the same float for every ordinary score ({gap}), so the row takes the "
+                "plain mean of the values")
+    else:
+        fate = (f"{p} + score is rounded to a multiple of {spacing:g} in {name}, so the row gets a coarsely "
+                "rounded copy of its unmasked weights")
+    text = (f"a finite penalty of {p} blocks like -inf here: exp({p} + score) is exactly 0 in {name}. One "
+            f"difference: a query blocked everywhere gets neither NaN nor a zero row to warn you: {fate}")
+    if name != "float16" and in_half:
+        text += f"; stored in float16, {p} would become -inf"
+    return text + " (section 7)"
+
+
+def _additive_verdict(question: str, answer: NDArray[Any], may_attend: Bools, *,
+                      mistakes: list[tuple[Bools, str]], shape_message: Callable[[tuple[int, ...]], str],
+                      right: str, generic: str) -> Verdict:
+    """A float mask is added to the scores: 0 where ``may_attend``, elsewhere -inf or a penalty that
+    sends the weight to exactly 0. ``mistakes`` are patterns of may-attend (where the answer is 0)
+    that name a wrong mask; a pattern is compared only with an answer of its own shape."""
+    dtype = answer.dtype if answer.dtype.kind == "f" else np.dtype(np.float64)
+    values = answer.astype(dtype)
+    if np.isnan(values).any():
         return failed(question, NAN_MASK)
-    if same(answer, np.where(blocked, -np.inf, 0.0)):
-        return passed(question, "an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed")
-    zeros_and_ones = (
-        "a float mask is added to the scores, it is not a switch: these 0s and 1s only raise some scores "
-        "by 1 and block nothing"
-    )
-    mistake = first_match(answer, [
-        (np.where(blocked, 0.0, -np.inf),
-         "inverted additive mask: this -inf sits where attention is allowed, so it blocks the wrong positions"),
-        (blocked.astype(float), zeros_and_ones),
-        ((~blocked).astype(float), zeros_and_ones),
-    ])
-    return failed(question, mistake or "a float mask is added to the scores: 0 keeps a score, -inf blocks it")
+    if np.isposinf(values).any():
+        return failed(question, "the sign is flipped: +inf makes a blocked score infinitely large, and the softmax "
+                                "returns NaN")
+    if (values == 1).any() and np.isin(values, (0.0, 1.0)).all():
+        return failed(question, "a float mask is added to the scores, it is not a switch: these 0s and 1s only raise "
+                                "some scores by 1 and block nothing")
+    if (values > 0).any():
+        return failed(question, "positive numbers raise those scores (a bias towards those keys) and block "
+                                "nothing; blocking takes a number so negative that its exp is 0, or -inf")
+    keeps = values == 0  # where the answer keeps the score; everywhere else it lowers it
+    if keeps.shape == may_attend.shape and np.array_equal(keeps, may_attend):
+        penalties = values[~may_attend]
+        finite = penalties[np.isfinite(penalties)]
+        if finite.size == 0:
+            return passed(question, right)
+        mildest = float(finite.max())
+        problem = _penalty_problem(mildest, dtype)
+        return failed(question, problem) if problem else passed(question, _penalty_caveat(mildest, dtype))
+    for pattern, message in mistakes:
+        if pattern.shape == keeps.shape and np.array_equal(keeps, pattern):
+            return failed(question, message)
+    if keeps.shape != may_attend.shape:
+        return failed(question, shape_message(keeps.shape))
+    return failed(question, generic)
 
 
 # ----- key_padding_mask from lengths -------------------------------------------------------------
+def _lengths(lengths: Any, S: int) -> NDArray[np.int64]:
+    sizes = as_numpy(lengths)
+    if not (sizes.ndim == 1 and sizes.dtype.kind in "iu") or not ((0 <= sizes) & (sizes <= S)).all():
+        raise ValueError(f"lengths must be a 1-D integer array with entries in 0 .. S = {S}, got {lengths!r}")
+    return sizes.astype(np.int64)
+
+
 def check_key_padding_mask(mask: Any, lengths: Any, S: int, T: int | None = None) -> Verdict:
     """Question "key padding mask": ``(B, S)`` booleans, True at the padding of each sequence.
 
@@ -143,13 +266,15 @@ def check_key_padding_mask(mask: Any, lengths: Any, S: int, T: int | None = None
     """
     question = "key padding mask"
     S = check_int("S", S, low=0)  # NumPy integers too
-    sizes = as_numpy(lengths)
-    valid = sizes.ndim == 1 and sizes.dtype.kind in "iu" and isinstance(S, int)
-    if not valid or not ((0 <= sizes) & (sizes <= S)).all():
-        raise ValueError(f"lengths must be a 1-D integer array with entries in 0 .. S = {S}, got {lengths!r}")
+    sizes = _lengths(lengths, S)
     answer = mask_answer(question, mask, "a boolean (B, S) mask, True = padding")
     if isinstance(answer, Verdict):
         return answer
+    verdict = _padding_verdict(question, answer, sizes, S, T)
+    return _torch_only(question, verdict, mask, lengths, "nn.MultiheadAttention(key_padding_mask=...)")
+
+
+def _padding_verdict(question: str, answer: NDArray[Any], sizes: NDArray[np.int64], S: int, T: int | None) -> Verdict:
     B = sizes.shape[0]
     expected = np.arange(S)[None, :] >= sizes[:, None]  # (B, S): position s of sequence b is padding
     if answer.dtype == np.bool_ and same(answer, expected):
@@ -183,51 +308,137 @@ def check_key_padding_mask(mask: Any, lengths: Any, S: int, T: int | None = None
         return failed(question, mistake)
     if answer.shape != expected.shape:
         return failed(question, f"expected shape (B, S) = {expected.shape}, got {answer.shape}")
-    return failed(question, "the shape is right but the pattern does not mark exactly the padding positions")
+    for b, (row, length) in enumerate(zip(answer, sizes.tolist(), strict=True)):
+        start = int(np.argmax(row)) if row.any() else S  # where this row's padding would start
+        if not np.array_equal(row, expected[b]) and np.array_equal(row, np.arange(S) >= start):
+            marks = f"marks padding from position {start} on" if start < S else "marks no padding at all"
+            return failed(question, f"right shape, wrong lengths: row {b} {marks}, but sequence {b} has "
+                                    f"lengths[{b}] = {length} real tokens: take the lengths from the lengths "
+                                    "tensor, not from an earlier example")
+    return failed(question, "right shape, wrong pattern: this mask does not mark exactly the padding positions")
 
 
 # ----- the float (additive) mask -----------------------------------------------------------------
-def check_float_mask(mask: Any, allowed: Any) -> Verdict:
-    """Question "float mask": the additive ``(T, S)`` mask for ``allowed (T, S)`` (True = may attend)."""
+def check_float_mask(mask: Any, allowed: Any, lengths: Any = None) -> Verdict:
+    """Question "float mask": the additive mask for ``allowed (T, S)`` (True = may attend).
+
+    Without ``lengths``: a ``(T, S)`` mask. With ``lengths (B,)`` (the real lengths of the ``B``
+    context sequences, padded to ``S``): a ``(B, 1, T, S)`` mask for SDPA that also blocks each
+    sequence's padding keys; its axis of size 1 broadcasts over the heads.
+    """
     question = "float mask"
     allowed_mask = reference_mask("allowed", allowed, "(T, S)", rank=2)
-    answer = mask_answer(question, mask, "a float (T, S) mask that is added to the scores")
+    T, S = allowed_mask.shape
+    layout = "(T, S)" if lengths is None else "(B, 1, T, S)"
+    answer = mask_answer(question, mask, f"a float {layout} mask that is added to the scores")
     if isinstance(answer, Verdict):
         return answer
     if answer.dtype == np.bool_:
         return failed(question, "this is a boolean mask; the question asks for floats that are added to the scores")
-    values = answer.astype(np.float64)
-    if np.isnan(values).any():
-        return failed(question, NAN_MASK)
-    if same(values, np.where(allowed_mask, 0.0, -np.inf)):
-        return passed(question, "0 keeps a score, -inf sends its weight to exactly 0")
-    blocked = ~allowed_mask
-    if values.shape == allowed_mask.shape and (values[allowed_mask] == 0).all() and blocked.any():
-        penalty = values[blocked]
-        if (penalty <= LARGE_PENALTY).all() and np.isfinite(penalty).all():
-            return passed(question, LARGE_PENALTY_CAVEAT)
-        if (penalty < 0).all() and np.isfinite(penalty).all():
-            return failed(
-                question,
-                f"a penalty of {penalty.max():g} only lowers those scores: a blocked position keeps some "
-                f"weight (about exp({penalty.max():g}) relative to an allowed one)",
-            )
-    ones = "a float mask is added to the scores, it is not a switch: these 0s and 1s block nothing"
-    mistake = first_match(values, [
-        (np.where(allowed_mask, -np.inf, 0.0),
-         "inverted: this -inf sits where attention is allowed, so it blocks exactly the wrong positions"),
-        (np.where(allowed_mask, 0.0, np.inf),
-         "the sign is flipped: +inf makes a blocked score infinitely large, and the softmax returns NaN"),
-        (allowed_mask.astype(float), ones),
-        (blocked.astype(float), ones),
-        (np.where(allowed_mask, 0.0, -np.inf).T, "the mask is transposed: rows are queries (T), columns keys (S)"),
-        *[(np.where(variant, 0.0, -np.inf), message) for variant, message in _causal_variants(allowed_mask)],
-    ])
-    if mistake is not None:
-        return failed(question, mistake)
-    if values.shape != allowed_mask.shape:
-        return failed(question, f"expected shape (T, S) = {allowed_mask.shape}, got {values.shape}")
-    return failed(question, "the shape is right but these numbers do not keep the allowed scores and block the others")
+    if lengths is None:
+        verdict = _additive_verdict(
+            question, answer, allowed_mask, mistakes=_float_mistakes(allowed_mask),
+            shape_message=lambda shape: _shape_message(shape, T, S),
+            right="0 keeps a score, -inf sends its weight to exactly 0",
+            generic="right shape, wrong pattern: these numbers do not keep the allowed scores (0) and block the "
+                    "others",
+        )
+    else:
+        sizes = _lengths(lengths, S)
+        generic = ("right shape, wrong pattern: these numbers do not keep exactly the allowed positions that are "
+                   "real tokens of each sequence (0) and block the others")
+        verdict = _additive_verdict(
+            question, answer, _padded(allowed_mask, sizes), mistakes=_padded_mistakes(allowed_mask, sizes),
+            shape_message=lambda shape: _padded_shape_message(shape, len(sizes), T, S),
+            right="(B, 1, T, S): each query keeps the allowed scores of its own sequence's real tokens, -inf "
+                  "sends the rest to exactly 0, and the axis of size 1 broadcasts over the heads",
+            generic=generic,
+        )
+        other = _other_lengths(answer, allowed_mask, sizes) if verdict.message == generic else None
+        verdict = verdict if other is None else failed(question, other)
+    return _torch_only(question, verdict, mask, allowed, "scaled_dot_product_attention(attn_mask=...)")
+
+
+def _float_mistakes(allowed: Bools) -> list[tuple[Bools, str]]:
+    """Patterns (where the answer keeps the score) of wrong ``(T, S)`` float masks."""
+    T, S = allowed.shape
+    found = [
+        (~allowed, "inverted: this -inf sits where attention is allowed, so it blocks exactly the wrong positions"),
+        (allowed.T, "the mask is transposed: rows are queries (T), columns keys (S)"),
+        *_causal_variants(allowed),
+    ]
+    if T != S and np.array_equal(allowed, causal_mask(T, S)):
+        found.append((causal_mask(T), _shape_message((T, T), T, S)))
+    return found
+
+
+def _padded(allowed: Bools, sizes: NDArray[np.int64]) -> Bools:
+    """``(B, 1, T, S)``: allowed by ``allowed (T, S)`` and a real token of sequence b."""
+    real = np.arange(allowed.shape[1])[None, :] < sizes[:, None]  # (B, S)
+    return allowed[None, None, :, :] & real[:, None, None, :]
+
+
+def _other_lengths(answer: NDArray[Any], allowed: Bools, sizes: NDArray[np.int64]) -> str | None:
+    """The diagnosis for a ``(B, 1, T, S)`` mask that is right but for other lengths (such as the padding
+    typed by hand in section 6), or ``None``."""
+    S = allowed.shape[1]
+    with np.errstate(invalid="ignore"):
+        keeps = answer == 0
+    if keeps.shape != (len(sizes), 1, *allowed.shape) or np.isnan(answer.astype(np.float64)).any():
+        return None
+    found = []
+    for b, length in enumerate(sizes.tolist()):
+        matches = [n for n in range(S + 1) if np.array_equal(keeps[b, 0], allowed & (np.arange(S) < n))]
+        if not matches:
+            return None
+        if length not in matches:
+            found.append((b, matches[0], length))
+    if not found:
+        return None
+    b, n, length = found[0]
+    return (f"right shape, wrong lengths: sequence {b} is cut after {n} real tokens, but lengths[{b}] = {length}: "
+            "take the padding from the lengths tensor, not from an earlier example")
+
+
+def _padded_mistakes(allowed: Bools, sizes: NDArray[np.int64]) -> list[tuple[Bools, str]]:
+    """Patterns of wrong combined masks, each at the shape a learner would hand it in."""
+    B = sizes.shape[0]
+    T, S = allowed.shape
+    positions = np.arange(S)[None, :]
+    real = positions < sizes[:, None]  # (B, S)
+    causal_only = "only the causal part: each sequence's padding keys still get weight (the lengths are not used)"
+    padding_only = ("only the padding part: nothing stops a query from reading the keys after its own position "
+                    "(allowed is not used)")
+    found: list[tuple[Bools, str]] = [
+        (np.broadcast_to(allowed, (B, 1, T, S)), causal_only),
+        (allowed, f"a (T, S) mask holds no padding: each sequence needs its own rows, (B, 1, T, S) = {(B, 1, T, S)}"),
+        (np.broadcast_to(real[:, None, None, :], (B, 1, T, S)), padding_only),
+        (real[:, None, None, :], padding_only),
+        (real, padding_only),
+        (np.broadcast_to(~allowed, (B, 1, T, S)) & real[:, None, None, :],
+         "the causal part is inverted: allowed says True = may attend, so its False positions are the ones to block"),
+        (allowed[None, None] & ~real[:, None, None, :],
+         "the padding part is inverted: the positions from lengths[b] on are the padding to block"),
+        (allowed[None, None] & (positions <= sizes[:, None])[:, None, None, :],
+         "off by one: position lengths[b] is the first padding position of sequence b and must be blocked too"),
+        (allowed[None, None] & (positions < sizes[:, None] - 1)[:, None, None, :],
+         "off by one: the last real token (position lengths[b] - 1) is blocked as if it were padding"),
+        (_padded(allowed, sizes)[:, 0],
+         f"shape (B, T, S) = {(B, T, S)}: SDPA lines a mask up with its (B, h, T, S) scores from the right, so your "
+         f"B axis would meet the heads axis h (and with B = h nothing warns you); give it a heads axis of size 1"),
+    ]
+    found += [(variant[None, None] & real[:, None, None, :], message) for variant, message in _causal_variants(allowed)]
+    return found
+
+
+def _padded_shape_message(shape: tuple[int, ...], B: int, T: int, S: int) -> str:
+    if shape == (B, T, S):
+        return (f"shape (B, T, S) = {shape}: SDPA lines a mask up with its (B, h, T, S) scores from the right, so "
+                "your B axis would meet the heads axis h; give it a heads axis of size 1")
+    if len(shape) == 4 and shape[0] == B and shape[2:] == (T, S):
+        return (f"shape {shape}: the second axis must have size 1, so that it broadcasts over any number of "
+                f"heads, (B, 1, T, S) = {(B, 1, T, S)}")
+    return f"expected shape (B, 1, T, S) = {(B, 1, T, S)}, got {shape}"
 
 
 # ----- calling nn.MultiheadAttention like our causal layer ---------------------------------------
@@ -252,18 +463,23 @@ def _mha_weights(mha: Any) -> tuple[list[Floats], list[Floats | None], int]:
     return weights, biases, heads
 
 
-def _self_attention(x: Floats, weights: list[Floats], biases: list[Floats | None], heads: int,
-                    allowed: Bools | None, empty_row: float) -> Floats:
-    """Self-attention ``x (B, T, D) -> (B, T, D)``; a row with nothing allowed becomes ``empty_row`` (NaN or 0)."""
-    B, T, D = x.shape
+Layer = tuple[list[Floats], list[Floats | None], int]  # what _mha_weights reads: weights, biases, heads
+
+
+def _attention(queries: Floats, sources: Floats, layer: Layer, allowed: Bools | None, empty_row: float) -> Floats:
+    """The layer on ``queries (B, T, D)`` attending to ``sources (B, S, D)`` -> ``(B, T, D)``; a row
+    with nothing allowed becomes ``empty_row`` (NaN or 0), as PyTorch's paths return it."""
+    weights, biases, heads = layer
+    (B, T, D), S = queries.shape, sources.shape[1]
     d_h = D // heads
 
-    def project(i: int) -> Floats:
+    def project(i: int, x: Floats) -> Floats:
         y, bias = x @ weights[i], biases[i]
         return y if bias is None else y + bias
 
-    q, k, v = (project(i).reshape(B, T, heads, d_h).transpose(0, 2, 1, 3) for i in range(3))  # (B, h, T, d_h)
-    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_h)  # (B, h, T, T)
+    q = project(0, queries).reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)  # (B, h, T, d_h)
+    k, v = (project(i, sources).reshape(B, S, heads, d_h).transpose(0, 2, 1, 3) for i in (1, 2))  # (B, h, S, d_h)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_h)  # (B, h, T, S)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
     empty = np.isneginf(scores).all(axis=-1, keepdims=True)  # (B, h, T, 1): rows blocked everywhere
@@ -272,6 +488,12 @@ def _self_attention(x: Floats, weights: list[Floats], biases: list[Floats | None
     merged = heads_out.transpose(0, 2, 1, 3).reshape(B, T, D)
     out: Floats = merged @ weights[3]
     return out if biases[3] is None else out + biases[3]
+
+
+def _self_attention(x: Floats, weights: list[Floats], biases: list[Floats | None], heads: int,
+                    allowed: Bools | None, empty_row: float) -> Floats:
+    """Self-attention ``x (B, T, D) -> (B, T, D)``."""
+    return _attention(x, x, (weights, biases, heads), allowed, empty_row)
 
 
 def _same_with_nan(answer: Floats, expected: Floats) -> bool:
@@ -354,3 +576,125 @@ def _causal_verdict(question: str, result: Any, xs: Floats, weights: list[Floats
     if np.isnan(answer).any():
         return failed(question, "some rows are NaN: a query is blocked everywhere")
     return failed(question, "the shape is right but the numbers are not our causal layer's output")
+
+
+# ----- T new tokens after S - T cached ones ------------------------------------------------------
+def _another_layer(mha: Any) -> Any:
+    """A copy of ``mha`` with other weights (the input projection scaled by 1.5), or ``mha`` itself
+    if it cannot be copied: a function that ignores the layer it is given gives itself away."""
+    try:
+        other = copy.deepcopy(mha)
+        other.in_proj_weight.data.mul_(1.5)
+    except Exception:  # not a torch module after all: keep the one given
+        return mha
+    return other
+
+
+def check_cached_causal_mha(function: Any, mha: Any, past: Any, new: Any) -> Verdict:
+    """Question "cached causal nn.MultiheadAttention": ``function(mha, past, new)`` returns the
+    output ``(B, T, D)`` of ``mha`` for the ``T`` new tokens ``new (B, T, D)``, each attending
+    causally to the ``S - T`` earlier tokens ``past (B, S - T, D)`` and to the new tokens up to
+    itself: the last ``T`` rows of causal self-attention over all ``S`` tokens.
+
+    Tried on the lesson's inputs, on the first ``T - 1`` new tokens, and on random inputs of the
+    checker's own with another batch size, past and new length, through a copy of ``mha`` with
+    other weights (same type and dtype as ``new``).
+    """
+    question = "cached causal nn.MultiheadAttention"
+    past_x = reference_array("past", past, "(B, S - T, D)", rank=3)
+    new_x = reference_array("new", new, "(B, T, D)", rank=3)
+    layer = _mha_weights(mha)
+    D = layer[0][0].shape[0]
+    (B, P, _), T = past_x.shape, new_x.shape[1]
+    if past_x.shape[0] != new_x.shape[0] or (past_x.shape[2], new_x.shape[2]) != (D, D) or P < 1 or T < 2:
+        raise ValueError(f"past must be (B, S - T, D) and new (B, T, D) with one B, D = {D}, S - T >= 1 and T >= 2, "
+                         f"got {past_x.shape} and {new_x.shape}")
+    what = ("the body: call mha so that each new token attends to the past and to the new tokens up to itself, "
+            "and return the output (B, T, D)")
+    rng = np.random.default_rng(11)  # inputs the notebook does not hold
+    own = [rng.normal(size=(B + 1, P + 1, D)), rng.normal(size=(B + 1, T + 1, D))]
+    own_past, own_new = (new.new_tensor(a) if hasattr(new, "new_tensor") else a.astype(as_numpy(new).dtype)
+                         for a in own)
+    other = _another_layer(mha)
+    trials = [(mha, past, new), (mha, past, new[:, :-1]), (other, own_past, own_new)]
+    verdict = failed(question, "no input tried")
+    for module, before, after in trials:
+        result = function_answer(question, function, (module, before, after), what)
+        before_x = reference_array("past", before, "(B, S - T, D)", rank=3)
+        after_x = reference_array("new", after, "(B, T, D)", rank=3)
+        verdict = _cached_verdict(question, result, before_x, after_x, _mha_weights(module))
+        if verdict.ok:  # the right numbers: are they the right kind (a tensor of new's dtype)?
+            kind = same_kind(question, result, after)
+            verdict = verdict if kind is None else kind
+        if verdict.ok:
+            continue
+        if module is mha and after is new:
+            return verdict
+        if module is not mha and not isinstance(result, Verdict) and _cached_verdict(
+                question, result, before_x, after_x, layer).ok:
+            return failed(question, "your function does not use the layer it is given: with another mha it "
+                                    "returned the notebook's numbers; call the mha argument")
+        sizes = f"(B, S - T, T) = {(before_x.shape[0], before_x.shape[1], after_x.shape[1])}"
+        return failed(question, f"right for the lesson's (B, S - T, T) = {(B, P, T)} but not for {sizes} "
+                                f"({verdict.message}): take every size from past and new, not from the lesson")
+    return verdict
+
+
+def _cached_verdict(question: str, result: Any, past: Floats, new: Floats, layer: Layer) -> Verdict:
+    if isinstance(result, Verdict):
+        if "is_causal" in result.message:
+            return failed(question, f"{result.message.rstrip('.')}. is_causal=True is only a hint: a mask is still "
+                                    "needed")
+        if "attn_mask" in result.message and "shape" in result.message:
+            return failed(question, f"{result.message.rstrip('.')}. The mask has one row per new query and one "
+                                    "column per key, past and new together: (T, S)")
+        return result
+    if isinstance(result, tuple):
+        return failed(question, f"your function returned a tuple of {len(result)}; return the output (B, T, D) only")
+    answer = array_answer(question, result, "the output")
+    if isinstance(answer, Verdict):
+        return answer
+    heads = layer[2]
+    (B, T, D), P = new.shape, past.shape[1]
+    S = P + T
+    everything = np.concatenate([past, new], axis=1)  # (B, S, D)
+    rows, cols = np.indices((T, S))
+    if _same_with_nan(answer, _attention(new, everything, layer, causal_mask(T, S), np.nan)):
+        return passed(question, "the bottom-right (T, S) mask over past and new together: the new tokens get the "
+                                "last T rows of causal attention over all S tokens")
+    candidates: list[tuple[Callable[[], Floats], str]] = [
+        (lambda: _attention(new, new, layer, causal_mask(T), np.nan),
+         "the past is missing: the new tokens attend only to each other; the keys and values are the S - T past "
+         "tokens and the T new ones together"),
+        (lambda: _attention(new, everything, layer, None, np.nan),
+         "no mask: each new token also sees the new tokens after it"),
+        (lambda: _attention(new, everything, layer, cols <= rows, np.nan),
+         "top-left alignment: with tril(ones(T, S)) (SDPA's is_causal triangle) query t sees positions 0..t; "
+         "the T new tokens are the last T of the S positions (bottom-right)"),
+        (lambda: _attention(new, everything, layer, cols >= rows + (S - T), np.nan),
+         "anti-causal: your mask blocks the past and lets each new token see itself and the tokens after it"),
+        (lambda: _attention(new, everything, layer, cols < rows + (S - T), np.nan),
+         "the diagonal is blocked: each new token may attend to itself too"),
+        (lambda: _attention(new, np.concatenate([new, past], axis=1), layer, causal_mask(T, S), np.nan),
+         "the order is swapped: on the token axis the past comes first, then the new tokens"),
+    ]
+    for empty_row in (np.nan, 0.0):
+        row = "NaN" if np.isnan(empty_row) else "zeros"
+        candidates.append((
+            functools.partial(_attention, new, everything, layer, ~causal_mask(T, S), empty_row),
+            f"inverted convention: the mask blocks what it should allow (the last new token, blocked everywhere, "
+            f"came back as {row}); nn.MultiheadAttention reads True as blocked"))
+    for expected, message in candidates:
+        if _same_with_nan(answer, expected()):
+            return failed(question, message)
+    if answer.shape == (B, S, D):
+        return failed(question, f"shape (B, S, D) = {answer.shape}: these are the outputs of all S positions; the "
+                                "question asks for the T new tokens' rows only")
+    if answer.shape in ((B, T, S), (B, heads, T, S)):
+        return failed(question, f"shape {answer.shape} looks like the attention weights; return the output (B, T, D)")
+    if answer.shape != (B, T, D):
+        return failed(question, f"expected shape (B, T, D) = {(B, T, D)}, got {answer.shape}")
+    if np.isnan(answer).any():
+        return failed(question, "some rows are NaN: a new token is blocked everywhere")
+    return failed(question, "right shape, wrong numbers: not the causal output of the new tokens over past and new "
+                            "together")

@@ -3,15 +3,20 @@ that names the known mistake a wrong answer equals; a "not yet" message never sp
 
 - `check_head_width`: ``d_h`` for ``D = 2048, h = 16``, an int; D times h, h over D, D or h itself,
   a float such as ``2048 / 16`` (named by its type).
-- `check_head_reads`: the input features and ``W_q`` columns of head 1; the input cut into groups,
-  interleaved columns, another head's block, all columns.
+- `check_head_reads`: the input features and ``W_q`` columns of head 2 of a layer 12 features wide with
+  3 heads (other sizes than the lesson's); the input cut into groups, interleaved columns, another
+  head's block, all columns, indices counted from 1, an index past the end.
 - `check_split` / `check_merge`: a learner's ``(B, T, D) <-> (B, h, T, d_h)`` function, run on
-  labelled inputs of two sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
-  interleaved features, heads averaged, summed or glued along the tokens, sizes hard-coded (right on
-  the first size only), a call of the library (refused before running, by the shared `forbidden_call`),
-  a result of another kind or dtype than the input (`same_kind`).
-- `check_view_merge`: the PyTorch merge that ends in ``.view``; ``.view`` on the transposed tensor,
-  the same numerical mistakes as `check_merge`, ``.view`` not used.
+  labelled inputs of three sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
+  ``.T`` on a 4-D array, interleaved features, heads folded into the batch, heads averaged, summed or
+  glued along the tokens, ``D / heads`` (a float) as a size, ``np.split`` along an axis ``h`` does
+  not divide, sizes hard-coded (right on the first size only), a call of the library or of its
+  private helpers (refused before running, by the shared `forbidden_call`), a result of another kind
+  or dtype than the input (`same_kind`).
+- `check_view_merge`: the PyTorch merge that ends in ``.view`` of a ``.contiguous()`` copy;
+  ``.view`` on the transposed tensor, ``.reshape`` or ``.flatten`` anywhere (the copy would be theirs,
+  and a ``.view`` after them does nothing), no copy made, no transpose, the same numerical mistakes
+  as `check_merge`, ``.view`` not used.
 
 Notation: ``B`` batch, ``T`` tokens, ``D`` model width, ``h`` heads, ``d_h = D / h``. Only NumPy is
 imported: torch results go through the shared readers, torch inputs are made by ``like.new_tensor``.
@@ -61,7 +66,7 @@ _BATCH_STEP = 10_000
 _TOKEN_STEP = 100
 
 HEAD_WIDTH_QUESTION = {"D": 2048, "h": 16}
-HEAD_READS_QUESTION = {"D": 8, "h": 2, "head": 1}
+HEAD_READS_QUESTION = {"D": 12, "h": 3, "head": 2}
 
 
 def labelled_input(B: int, T: int, D: int) -> Labels:
@@ -104,9 +109,10 @@ def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[A
         "direct reshape": (
             x.reshape(B, heads, T, d_h),
             "you reshaped (B, T, D) straight into (B, h, T, d_h). The shape is right but the numbers are "
-            "not: the reshape reads the array in memory order, so head 0 receives whole tokens (all of "
-            "token 0, then all of token 1, ...) chopped into rows of d_h. Section 4 splits in two steps: "
-            "first give the head axis a place after the token axis, then move it forward",
+            "not: a reshape reads the array in row-major index order (last axis fastest), so head 0 "
+            "receives whole tokens (all of token 0, then all of token 1, ...) chopped into rows of d_h, "
+            "as the labelled example of the lesson showed. One reshape alone cannot put the head axis "
+            "in front of the token axis",
         ),
         "missing transpose": (
             x.reshape(B, T, heads, d_h),
@@ -126,6 +132,23 @@ def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[A
         "wrong axes (h, B, T, d_h)": (
             x.reshape(B, T, heads, d_h).transpose(2, 0, 1, 3),
             "you moved the head axis to the very front, (h, B, T, d_h). The batch axis must stay first",
+        ),
+        ".T on a 4-D array": (
+            x.reshape(B, T, heads, d_h).T,
+            "you used .T (or a transpose without axes), which reverses ALL the axes of a 4-D array: "
+            "(B, T, h, d_h) became (d_h, h, T, B). Name the axes you want (np.transpose with an axis "
+            "order, or np.swapaxes of two axes)",
+        ),
+        "tokens and features swapped first": (
+            x.transpose(0, 2, 1).reshape(B, heads, T, d_h),
+            "you swapped the token and feature axes of x, (B, T, D) -> (B, D, T), and then reshaped: the reshape "
+            "then reads x feature by feature, so a row of a head holds one feature of several tokens. The "
+            "axes may only be reordered once the feature axis has been cut into (h, d_h)",
+        ),
+        "heads folded into the batch": (
+            x.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3).reshape(B * heads, T, d_h),
+            "you folded the heads into the batch axis, (B*h, T, d_h) (some libraries do this inside "
+            "their layer). The question asks for a separate head axis: (B, h, T, d_h)",
         ),
     }
 
@@ -157,6 +180,12 @@ def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any],
                                         "different design, lesson 03). Merging keeps every head's d_h features")
             for verb, combined in (("averaged", heads_out.mean(axis=1)), ("summed", heads_out.sum(axis=1)))
         },
+        ".T before the reshape": (
+            heads_out.T.reshape(B, T, h * d_h),
+            "you used .T, which reverses ALL the axes of a 4-D array ((B, h, T, d_h) became (d_h, T, h, B)), "
+            "so the reshape mixed batches, tokens and features. Swap only the two axes that must trade "
+            "places (np.transpose with an axis order, or np.swapaxes)",
+        ),
         "heads glued along the tokens": (
             heads_out.reshape(B, h * T, d_h),
             "you put the heads one after another along the token axis, (B, h*T, d_h). The heads go side "
@@ -185,8 +214,8 @@ def _hard_coded(verdict: Verdict, case: int) -> Verdict:
     if not verdict.answered:
         return verdict
     if case == 0:
-        if "your function raised" not in verdict.message:
-            return verdict
+        if "your function raised" not in verdict.message or _raised_advice(verdict.message):
+            return verdict  # no exception, or one whose cause is already named
         return failed(verdict.question, f"{verdict.message}. If a size is copied from the notebook (its B=2, T=4, "
                                         "D=8, h=2, d_h=4), read it from the argument's shape instead: the checker "
                                         "uses sizes of its own")
@@ -196,6 +225,29 @@ def _hard_coded(verdict: Verdict, case: int) -> Verdict:
                                     f"h={heads} (d_h = {D // heads}): {verdict.message}. Read every size from the "
                                     "argument's shape (and d_h = D // heads): a d_h = 4, T or h copied from the "
                                     "notebook fits the notebook's sizes only")
+
+
+def _raised_advice(message: str) -> str:
+    """What an exception a learner's split or merge raised most likely means ("" when unsure)."""
+    if "'float' object cannot be interpreted as an integer" in message:
+        return (". A size computed with / is a float, even when it is whole (8 / 2 is 4.0), and a reshape "
+                "needs whole numbers: compute d_h with //")
+    if "equal division" in message:
+        return (". np.split cut an axis into pieces of unequal length: which axis holds the features that "
+                "the heads share out?")
+    if "axes don't match array" in message:
+        return (". NumPy's transpose takes the new order of ALL the axes (four numbers for a 4-D array); "
+                "swapping two axes i and j is np.swapaxes(a, i, j) in NumPy (PyTorch's transpose takes two)")
+    if "view() takes from 0 to 2 positional arguments" in message:
+        return (". NumPy's .view reinterprets the bytes as another dtype, it does not change the shape: "
+                "a NumPy array changes shape with .reshape")
+    if "'numpy.ndarray' object has no attribute" in message:
+        return (". That is a PyTorch method, and the function gets a NumPy array: NumPy reorders axes with "
+                "np.transpose (an axis order) or np.swapaxes, and changes the shape with .reshape")
+    if "transpose() takes 2 positional arguments" in message or "transpose() received an invalid" in message:
+        return (". PyTorch's .transpose swaps exactly two axes (give two numbers); a full axis order is "
+                ".permute in PyTorch")
+    return ""
 
 
 def _run_cases(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any] = np.copy) -> Verdict:
@@ -223,7 +275,9 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
         args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out)
     returned = function_answer(question, fn, args, what)
     if isinstance(returned, Verdict):
-        return failed(question, f"{where} {returned.message}") if returned.answered else returned
+        if not returned.answered:
+            return returned
+        return failed(question, f"{where} {returned.message}{_raised_advice(returned.message)}")
     result = array_answer(question, returned, f"the {layout} array")
     if isinstance(result, Verdict):
         return failed(question, f"{where} {result.message}")
@@ -236,6 +290,14 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
     if mistake is not None:
         return failed(question, mistake)
     if result.shape != want.shape:
+        if not split and tuple(result.shape) == (B, T, D // heads):
+            return failed(question, f"{where} you returned {tuple(result.shape)} = (B, T, d_h): one head's width "
+                                    "per token. The merge keeps all h heads' features side by side, "
+                                    f"(B, T, D) = {want.shape}")
+        if sorted(result.shape) == sorted(want.shape) and same(np.sort(result, axis=None), np.sort(want, axis=None)):
+            return failed(question, f"{where} the numbers are all there but the axes are in another order: you "
+                                    f"returned shape {tuple(result.shape)}, and {layout} = {want.shape} is wanted. "
+                                    "Check which axis each step moves")
         return failed(question, f"{where} expected shape {layout} = {want.shape} but got {tuple(result.shape)}")
     first = _first_difference(result, want, (B, T, D))
     if not same(np.sort(result, axis=None), np.sort(want, axis=None)):
@@ -251,7 +313,7 @@ def check_split(fn: Any) -> Verdict:
     """
     what = "split(x, heads): x has shape (B, T, D); return the (B, h, T, d_h) array"
     if fn is not None:
-        refused = forbidden_call("split", fn, "split_heads")
+        refused = forbidden_call("split", fn, "split_heads", "_split_heads", "_split")
         if refused is not None:
             return refused
     verdict = _run_cases("split", fn, what, True)
@@ -264,7 +326,7 @@ def check_merge(fn: Any) -> Verdict:
     """Run ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)`` on labelled inputs and explain any mistake."""
     what = "merge(heads_out): heads_out has shape (B, h, T, d_h); return the (B, T, D) array"
     if fn is not None:
-        refused = forbidden_call("merge", fn, "merge_heads")
+        refused = forbidden_call("merge", fn, "merge_heads", "_merge_heads")
         if refused is not None:
             return refused
     verdict = _run_cases("merge", fn, what, False)
@@ -273,8 +335,27 @@ def check_merge(fn: Any) -> Verdict:
     return passed("merge", "every token regains its D features, head 0's block, then head 1's, ...: merge undoes split")
 
 
+# The calls of the view-merge exercise: a copy in the new order, then `.view`. `.reshape` and `.flatten`
+# copy by themselves when they must, so a `.view` after them re-describes an already merged tensor.
+_COPIES_FOR_VIEW = ("contiguous", "clone")
+_MERGES_THAT_COPY = ("reshape", "flatten")
+_AXIS_SWAPS = ("transpose", "permute", "swapaxes", "swapdims", "movedim", "einsum")
+
+
+def _view_merge_route(question: str, fn: Any) -> Verdict | None:
+    """Refuse, before running, a view merge whose route the question rules out; ``None`` if fine."""
+    for name in _MERGES_THAT_COPY:
+        if uses_name(fn, name, home=None):
+            return failed(question, f"your code calls .{name}, which copies the data itself when it must: a .view "
+                                    f"after it has nothing left to do, and the question is about making .view work. "
+                                    f"Leave out .{name}: find the call that copies the transposed tensor into the "
+                                    "order .view needs")
+    return None
+
+
 def check_view_merge(fn: Any, like: Any) -> Verdict:
-    """Run the torch merge ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)``, which must end in ``.view``.
+    """Run the torch merge ``fn(heads_out (B, h, T, d_h)) -> (B, T, D)``, which must swap the token and
+    head axes and end in ``.view`` of a contiguous copy (no ``.reshape``, no ``.flatten``).
 
     The inputs are contiguous tensors made by ``like.new_tensor`` (``like``: any torch tensor; it
     sets dtype and device), so this module needs no torch import.
@@ -284,18 +365,29 @@ def check_view_merge(fn: Any, like: Any) -> Verdict:
         raise TypeError(f"like must be a torch tensor (it makes the test inputs), got {type(like).__name__}")
     what = "merge_with_view(heads_out): heads_out is a (B, h, T, d_h) tensor; return the (B, T, D) tensor"
     if fn is not None:
-        refused = forbidden_call(question, fn, "merge_heads")
+        refused = forbidden_call(question, fn, "merge_heads", "_merge_heads")
+        if refused is None:
+            refused = _view_merge_route(question, fn)
         if refused is not None:
             return refused
     verdict = _run_cases(question, fn, what, False, like.new_tensor)
     if "view size is not compatible" in verdict.message:
         return failed(question, ".view refused the transposed tensor: after .transpose its memory is no longer in "
                                 "(B, T, h, d_h) order (it is not contiguous), so no strides describe (B, T, D). "
-                                "Section 7 shows how to get a tensor that .view accepts")
-    if verdict.ok and not uses_name(fn, "view"):
-        return failed(question, "the numbers are right, but the question asks for .view and your code never calls it")
+                                "One call between the transpose and the .view must copy it into that order")
     if not verdict.ok:
         return verdict
+    if not uses_name(fn, "view", home=None):
+        return failed(question, "the numbers are right, but the question asks for .view and your code never calls it")
+    if not any(uses_name(fn, name, home=None) for name in _AXIS_SWAPS):
+        return failed(question, "the numbers are right, but your code never swaps the token and head axes "
+                                "(.transpose, .permute, ...): it builds the merged tensor another way (torch.cat, "
+                                "torch.stack, a loop, ...), so its .view has nothing to do. The question is about "
+                                ".view after .transpose")
+    if not any(uses_name(fn, name, home=None) for name in _COPIES_FOR_VIEW):
+        return failed(question, "the numbers are right, but no copy into the new order is made before the .view "
+                                "(the tensor .view works on came contiguous from another operation). The question "
+                                "asks for .transpose, then the call that copies, then .view")
     return passed(question, "a contiguous copy of the transposed tensor can be viewed as (B, T, D)")
 
 
@@ -316,6 +408,8 @@ def check_head_width(d_h: Any) -> Verdict:
         (h / D, "you divided h by D, which gives a fraction of one feature; the heads share the D features"),
         (D, f"{D} is D, the width of all heads together; one head gets an equal share of it"),
         (h, f"{h} is h, the number of heads, not the width of one head"),
+        (D % h, f"{D % h} is D % h, the remainder: it says that h divides D, not how wide one head is"),
+        (D - h, "you subtracted h from D; the heads share the D features between them equally"),
     ])
     if mistake is not None:
         return failed(question, mistake)
@@ -336,8 +430,8 @@ def _indices(question: str, name: str, answer: Any) -> list[int] | str:
 
 
 def check_head_reads(input_features: Iterable[int] | None, weight_columns: Iterable[int] | None) -> Verdict:
-    """Question: with ``D = 8`` and ``h = 2``, which input features does head 1 read, and which
-    columns of ``W_q (D, D)`` (laid out ``(in, out)``) belong to head 1?
+    """Question: a layer 12 features wide with 3 heads (`HEAD_READS_QUESTION`): which input features
+    does head 2 read, and which columns of its ``W_q (12, 12)`` (laid out ``(in, out)``) belong to head 2?
     """
     question = "head reads"
     D, h, head = HEAD_READS_QUESTION["D"], HEAD_READS_QUESTION["h"], HEAD_READS_QUESTION["head"]
@@ -347,17 +441,19 @@ def check_head_reads(input_features: Iterable[int] | None, weight_columns: Itera
         return unanswered(question, "replace None with a list of integer indices in both answers, e.g. list(range(2))")
     problems: list[str] = []
 
+    past_end = f"indices count from 0, so they run 0..{D - 1}: {D} is past the end"
     inputs = _indices(question, "input_features", input_features)
     if isinstance(inputs, str):
         problems.append(inputs)
     elif inputs == own_block:
         problems.append(f"input_features: head {head} does not read only its own slice of d_h={d_h} input features: "
-                        "we split the projection's output into heads, we do not cut the input into groups. Section 3 "
-                        "shows which input features reach each head")
+                        "the heads share out the projection's output columns, not the input. Head "
+                        f"{head}'s queries are x @ W_q[:, its columns]: which features of x does that product use?")
     elif len(inputs) == d_h and inputs == list(range(inputs[0], inputs[0] + d_h)):
         problems.append(f"input_features: {inputs} is a slice of d_h={d_h} input features, but a head does not read "
-                        "a slice of the input: we split the projection's output into heads, we do not cut the input "
-                        "into groups. Section 3 shows which input features reach each head")
+                        "a slice of the input: the heads share out the projection's output columns, not the input")
+    elif inputs == list(range(1, D + 1)):
+        problems.append(f"input_features: all {D} features, but counted from 1; {past_end}")
     elif inputs != list(range(D)):
         problems.append(f"input_features: got {inputs}; a head's projection is x @ W_q[:, its columns]: look at "
                         "which rows of W_q that product uses (one row per input feature)")
@@ -372,6 +468,10 @@ def check_head_reads(input_features: Iterable[int] | None, weight_columns: Itera
             detail = f"all {D} columns together belong to all heads; head {head} owns d_h={d_h} of them"
         elif len(columns) == d_h and columns[0] % d_h == 0 and columns == list(range(columns[0], columns[0] + d_h)):
             detail = f"that is the block of head {columns[0] // d_h}, not of head {head} (heads count from 0)"
+        elif columns == [c + 1 for c in own_block]:
+            detail = f"the right block, counted from 1; {past_end}"
+        elif columns and columns[-1] >= D:
+            detail = past_end
         else:
             detail = f"a head owns d_h={d_h} consecutive columns, and head i's block comes after those of heads 0..i-1"
         problems.append(f"weight_columns: got {columns}; {detail}")

@@ -3,7 +3,9 @@
 `mask_conventions` computes the three arrays (plain NumPy, no torch); `plot_mask_conventions`
 draws them side by side and returns the figure. Colour shows what a cell *means* (may attend or
 blocked), the same in every panel; the text in a cell shows the value that convention *stores*.
-Colour carries a category, so the figure has a legend rather than a colour bar.
+Colour carries a category, so the figure has a legend rather than a colour bar. The two colours
+differ in lightness, not only in hue (pale green against dark grey, with white text on the dark
+cells), so they stay apart for a reader with red-green colour blindness and in greyscale print.
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ from numpy.typing import NDArray
 
 from lessons_lib.plotting import MAX_FIGURE_INCHES
 
-__all__ = ["ALLOWED_COLOUR", "BLOCKED_COLOUR", "PANEL_TITLES", "mask_conventions", "plot_mask_conventions"]
+__all__ = [
+    "ALLOWED_COLOUR",
+    "BLOCKED_COLOUR",
+    "BLOCKED_TEXT_COLOUR",
+    "PANEL_TITLES",
+    "mask_conventions",
+    "plot_mask_conventions",
+]
 
 ALLOWED_COLOUR = "#a1d99b"  # pale green: may attend
-BLOCKED_COLOUR = "#bdbdbd"  # grey: blocked
+BLOCKED_COLOUR = "#636363"  # dark grey: blocked (a luminance contrast of 3.7:1 with the green)
+BLOCKED_TEXT_COLOUR = "white"  # readable on the dark grey; the pale green cells keep black text
 PANEL_TITLES = (
     "ours: allowed\nTrue = may attend",
     "nn.MultiheadAttention bool attn_mask\nTrue = blocked",
@@ -62,7 +72,8 @@ def plot_mask_conventions(allowed: NDArray[np.bool_]) -> Figure:
         ax.imshow(allowed.astype(int), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")  # colour = meaning
         for t in range(T):
             for s in range(S):
-                ax.text(s, t, _cell_text(array[t, s]), ha="center", va="center", fontsize=9)
+                colour = "black" if allowed[t, s] else BLOCKED_TEXT_COLOUR
+                ax.text(s, t, _cell_text(array[t, s]), ha="center", va="center", fontsize=9, color=colour)
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(S))
         ax.set_yticks(range(T))

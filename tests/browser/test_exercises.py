@@ -168,7 +168,7 @@ def test_the_learner_answers_an_exercise_in_the_learner_copy(
         solution.locator(".jp-InputPlaceholder").first.click()
         solution.locator(".jp-InputArea").wait_for(state="visible", timeout=10_000)
         opened = solution.locator(".jp-InputArea").inner_text()
-        assert "# Solution" in opened and EXERCISE in opened, opened
+        assert "#@title Solution (open it only after you have tried)" in opened and EXERCISE in opened, opened
         assert solution.locator(".jp-OutputArea-output").count() == 0, "the solution shows an output"
         page.screenshot(path=str(tmp_path / "solution_open.png"))
 

@@ -28,7 +28,7 @@ from test_answer_guard import KNOWN_LEAKS
 LAPTOP = {"width": 1440, "height": 900}
 CHECKED = [path.name for path in LESSONS if path.name[:2] not in KNOWN_LEAKS]
 
-# The text of every text node of the notebook that has a box inside the notebook's visible area.
+# The text of every shown text node of the notebook that has a box inside the notebook's visible area.
 VISIBLE_TEXT_JS = """
 (notebook) => {
   const scroller = notebook.closest('.jp-WindowedPanel-outer') || notebook.parentElement;
@@ -37,6 +37,8 @@ VISIBLE_TEXT_JS = """
   const seen = [];
   while (walker.nextNode()) {
     const node = walker.currentNode;
+    // Text inside a closed <details> (a hint, a "What happened?") is laid out but not shown.
+    if (!node.parentElement || !node.parentElement.checkVisibility()) continue;
     const range = document.createRange();
     range.selectNodeContents(node);
     for (const box of range.getClientRects()) {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,34 @@ VISIBLE_TEXT_JS = """
 """
 
 
+# Scroll the cell to the top of the notebook's visible area; how far below that top it now starts.
+SCROLL_TO_TOP_JS = """
+(cell) => {
+  cell.scrollIntoView({block: 'start'});
+  const scroller = cell.closest('.jp-WindowedPanel-outer') || cell.parentElement;
+  return cell.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+}
+"""
+OFFSET_JS = """
+(cell) => cell.getBoundingClientRect().top
+  - (cell.closest('.jp-WindowedPanel-outer') || cell.parentElement).getBoundingClientRect().top
+"""
+SETTLE_SECONDS = 10.0
+
+
+def settle_at_top(page: Any, cell: Any) -> None:
+    """Scroll ``cell`` to the top until it stays there: markdown above it may still be rendering (and
+    change height) when a loaded machine first scrolls."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        if abs(cell.evaluate(SCROLL_TO_TOP_JS)) < 2:
+            page.wait_for_timeout(200)
+            if abs(cell.evaluate(OFFSET_JS)) < 2:
+                return
+        page.wait_for_timeout(100)
+    pytest.fail(f"the cell did not stay at the top of the notebook within {SETTLE_SECONDS:.0f} s")
+
+
 def predicts(path: Path) -> list[tuple[int, list[str]]]:
     """(cell index, declared answer phrases) of every Predict of the lesson."""
     cells = nbformat.read(path, as_version=4).cells  # type: ignore[no-untyped-call]
@@ -80,8 +109,7 @@ def test_no_predict_answer_is_on_screen_before_its_reveal(
         for index, phrases in found:
             question = cells.nth(index)
             question.locator(".jp-RenderedMarkdown").first.wait_for(timeout=10_000)
-            question.evaluate("cell => cell.scrollIntoView({block: 'start'})")
-            page.wait_for_timeout(150)  # let the rendered markdown below settle
+            settle_at_top(page, question)
             shown = page.evaluate(VISIBLE_TEXT_JS, notebook.element_handle())
             assert "Predict:" in shown, f"cell {index}: the question is not on screen after scrolling to it"
             visible = [phrase for phrase in phrases if contains(shown, phrase)]

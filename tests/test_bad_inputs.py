@@ -2689,6 +2689,13 @@ BAD_INPUTS = [
         TypeError,
         ("S must be an int, got float 4.0"),
     ),
+    Bad(
+        "checks.matching_pytorch.check_key_padding_function",
+        "check_key_padding_function_length_above_S",
+        lambda: matching_pytorch.check_key_padding_function(None, [2, 7], 5),
+        ValueError,
+        ("lengths must be a 1-D integer array with entries in 0 .. S = 5, got [2, 7]"),
+    ),
     # ----- checks.inspecting_heads -------------------------------------------------------------------
     Bad(
         "checks.inspecting_heads.check_head_count",

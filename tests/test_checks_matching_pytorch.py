@@ -23,6 +23,7 @@ from lessons_lib.checks.matching_pytorch import (
     check_cached_causal_mha,
     check_causal_mha,
     check_float_mask,
+    check_key_padding_function,
     check_key_padding_mask,
     check_mha_mask,
 )
@@ -101,7 +102,9 @@ def test_mha_mask_transposed() -> None:
 
 def test_mha_mask_float_masks() -> None:
     allowed = mha_numpy.causal_mask(T, T + 2)
-    assert_passes(check_mha_mask(np.where(allowed, 0.0, -np.inf), allowed), "additive")
+    # one policy for the lesson's boolean questions: a right additive mask is named and refused
+    assert_fails(check_mha_mask(np.where(allowed, 0.0, -np.inf), allowed), "asks for a boolean mask", "float additive")
+    assert_fails(check_mha_mask(np.where(allowed, 0.0, -1e4), allowed), "asks for a boolean mask")
     assert_fails(check_mha_mask(np.where(allowed, -np.inf, 0.0), allowed), "inverted additive")
     assert_fails(check_mha_mask(allowed.astype(float), allowed), "0s and 1s", "block nothing")
     assert_fails(check_mha_mask((~allowed).astype(float), allowed), "0s and 1s", "block nothing")
@@ -211,6 +214,35 @@ def test_key_padding_bad_reference() -> None:
         check_key_padding_mask(padding(), np.array([7, 3]), S)
     with pytest.raises(ValueError, match=r"lengths must be a 1-D integer array"):
         check_key_padding_mask(padding(), np.array([6.0, 3.0]), S)
+
+
+def _padding_function(lengths: Any, size: int) -> Any:
+    return torch.arange(size)[None, :] >= lengths[:, None]
+
+
+def test_key_padding_function_right_blank_and_typed_by_hand() -> None:
+    lengths = torch.tensor([6, 3])
+    assert_passes(check_key_padding_function(_padding_function, lengths, S, T), "True at each sequence's padding")
+    assert_passes(check_key_padding_function(lambda n, size: np.arange(size)[None, :] >= n[:, None], LENGTHS, S, T))
+
+    def blank(lengths: Any, size: int) -> Any:
+        """Nothing written yet."""
+        ...
+
+    assert_unanswered(check_key_padding_function(blank, lengths, S, T), "write the body", "True = padding")
+    typed = torch.from_numpy(padding())
+    assert_fails(check_key_padding_function(lambda n, size: typed, lengths, S, T),
+                 "right for the lesson's lengths [6, 3] and S = 6", "serves any batch")
+    assert_fails(check_key_padding_function(lambda n, size: torch.arange(S)[None, :] >= n[:, None], lengths, S, T),
+                 "S = 7", "expected shape (B, S) = (3, 7)")
+    assert_fails(check_key_padding_function(lambda n, size: torch.arange(size)[None, :] < n[:, None], lengths, S, T),
+                 "inverted convention")
+    assert_fails(check_key_padding_function(lambda n, size: _padding_function(n, size).numpy(), lengths, S, T),
+                 "NumPy array")
+    assert_fails(check_key_padding_function(lambda n, size: _padding_function(n, size).double(), lengths, S, T),
+                 "expected booleans")
+    assert_fails(check_key_padding_function(lambda n, size: 1 / 0, lengths, S, T), "raised ZeroDivisionError")
+    assert_fails(check_key_padding_function(_padding_function(lengths, S), lengths, S, T), "expected a function")
 
 
 def test_key_padding_answer_blocks_the_padding_in_pytorch() -> None:
@@ -376,6 +408,10 @@ COMBINED_MISTAKES: list[tuple[str, Callable[[], Any], tuple[str, ...]]] = [
     ("(~may) * -inf", lambda: (~combined()).double() * float("-inf"), ("0 * -inf is NaN",)),
     ("0/1", lambda: combined().double(), ("0s and 1s",)),
     ("(B, 2, T, S)", lambda: as_float(combined().expand(B, 2, T, S)), ("second axis must have size 1",)),
+    ("inverted", lambda: torch.zeros(B, 1, T, S, dtype=torch.float64).masked_fill(combined(), float("-inf")),
+     ("inverted", "-inf where it is allowed")),
+    ("(1, B, T, S)", lambda: as_float(combined().transpose(0, 1)), ("batch and heads axes are swapped",)),
+    ("(1, B, T, S), zeros", lambda: torch.zeros(1, B, T, S), ("batch and heads axes are swapped",)),
     ("a boolean", lambda: combined(), ("boolean mask",)),
 ]
 
@@ -619,6 +655,14 @@ CACHED_MISTAKES: list[tuple[str, Callable[[Any, Any, Any], Any], tuple[str, ...]
      ("all S positions",)),
     ("hint only", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1), is_causal=True)[0],
      ("only a hint",)),
+    ("hint replaced the right mask", lambda m, p, x: m(
+        x, torch.cat([p, x], 1), torch.cat([p, x], 1), need_weights=False, is_causal=True,
+        attn_mask=~mha_torch.causal_mask(x.shape[1], p.shape[1] + x.shape[1]))[0],
+     ("is_causal=True replaced your mask", "your mask itself is right", "SDPA path", "top-left")),
+    ("hint replaced a top-left mask", lambda m, p, x: m(
+        x, torch.cat([p, x], 1), torch.cat([p, x], 1), need_weights=False, is_causal=True,
+        attn_mask=_ones(x.shape[1], p.shape[1] + x.shape[1]).triu(1))[0],
+     ("is_causal=True replaced your mask: with need_weights=False",)),
     ("square mask", lambda m, p, x: m(x, torch.cat([p, x], 1), torch.cat([p, x], 1),
                                       attn_mask=_ones(x.shape[1], x.shape[1]).triu(1))[0],
      ("raised RuntimeError", "one row per new query")),

@@ -42,8 +42,13 @@ def mha_mask(answer: Any) -> Any:
     return lambda: checks.check_mha_mask(answer, ALLOWED)
 
 
-def padding(answer: Any) -> Any:
-    return lambda: checks.check_key_padding_mask(answer, LENGTHS, S, T)
+def padding(function: Any) -> Any:
+    """Your turn 2 asks for a function ``padding_mask(lengths, S) -> (B, S)``."""
+    return lambda: checks.check_key_padding_function(function, LENGTHS, S, T)
+
+
+def positions(s: int) -> torch.Tensor:
+    return torch.arange(s)[None, :]  # (1, S)
 
 
 def float_mask(answer: Any) -> Any:
@@ -111,49 +116,101 @@ MISTAKES: list[Mistake] = [
     Mistake("04 YT1 mha mask", "a NumPy array", mha_mask((~ALLOWED).numpy()), "NumPy array"),
     Mistake("04 YT1 mha mask", "integers 0/1", mha_mask((~ALLOWED).int()), "dtype int32"),
     Mistake(
+        "04 YT1 mha mask",
+        "a right additive 0 / -inf mask: a float, not a boolean",
+        mha_mask(additive(ALLOWED, dtype=torch.float32)),
+        "asks for a boolean mask",
+    ),
+    Mistake(
+        "04 YT1 mha mask",
+        "a right additive mask with -1e4",
+        mha_mask(additive(ALLOWED, -1e4)),
+        "asks for a boolean mask",
+    ),
+    Mistake(
         "04 YT1 mha mask", "a penalty of -10 as a float mask", mha_mask(additive(ALLOWED, -10.0)), "penalty of -10"
     ),
-    # ----- Your turn 2: key_padding_mask from lengths ----------------------------------------------
+    # ----- Your turn 2: key_padding_mask from lengths, a function of lengths and S --------------------
     Mistake(
-        "04 YT2 key padding", "True at the real tokens", padding(POSITIONS < LENGTHS[:, None]), "inverted convention"
+        "04 YT2 key padding",
+        "True at the real tokens",
+        padding(lambda n, s: positions(s) < n[:, None]),
+        "inverted convention",
     ),
-    Mistake("04 YT2 key padding", "> instead of >= (off by one)", padding(POSITIONS > LENGTHS[:, None]), "off by one"),
+    Mistake(
+        "04 YT2 key padding",
+        "> instead of >= (off by one)",
+        padding(lambda n, s: positions(s) > n[:, None]),
+        "off by one",
+    ),
     Mistake(
         "04 YT2 key padding",
         "the last real token marked too",
-        padding(POSITIONS >= LENGTHS[:, None] - 1),
+        padding(lambda n, s: positions(s) >= n[:, None] - 1),
         "off by one",
     ),
-    Mistake("04 YT2 key padding", "transposed, (S, B)", padding((POSITIONS >= LENGTHS[:, None]).T), "transposed"),
+    Mistake(
+        "04 YT2 key padding", "transposed, (S, B)", padding(lambda n, s: (positions(s) >= n[:, None]).T), "transposed"
+    ),
     Mistake(
         "04 YT2 key padding",
         "over the T queries",
-        padding(torch.arange(T)[None, :] >= LENGTHS[:, None]),
+        padding(lambda n, s: torch.arange(T)[None, :] >= n[:, None]),
         "the mask covers the keys",
     ),
-    Mistake("04 YT2 key padding", "0/1 integers", padding((POSITIONS >= LENGTHS[:, None]).int()), "expected booleans"),
+    Mistake(
+        "04 YT2 key padding",
+        "0/1 integers",
+        padding(lambda n, s: (positions(s) >= n[:, None]).int()),
+        "expected booleans",
+    ),
     Mistake(
         "04 YT2 key padding",
         "an additive mask instead of booleans",
-        padding(torch.zeros(B, S).masked_fill(POSITIONS >= LENGTHS[:, None], INF)),
+        padding(lambda n, s: torch.zeros(len(n), s).masked_fill(positions(s) >= n[:, None], INF)),
         "expected booleans",
     ),
     Mistake(
         "04 YT2 key padding",
         "a NumPy array",
-        padding(np.arange(S)[None, :] >= LENGTHS.numpy()[:, None]),
+        padding(lambda n, s: np.arange(s)[None, :] >= n.numpy()[:, None]),
         "NumPy array",
     ),
     Mistake(
         "04 YT2 key padding",
         "section 6's hand-typed padding (lengths 6, 4)",
-        padding(torch.tensor([[False] * 6, [False] * 4 + [True] * 2])),
+        padding(lambda n, s: torch.tensor([[False] * 6, [False] * 4 + [True] * 2])),
         "wrong lengths",
     ),
+    Mistake(
+        "04 YT2 key padding",
+        "the lesson's mask typed by hand: one batch only",
+        padding(lambda n, s: torch.tensor([[False] * 5 + [True], [False] * 2 + [True] * 4])),
+        "so that it serves any batch",
+    ),
+    Mistake(
+        "04 YT2 key padding",
+        "the notebook's S instead of the argument",
+        padding(lambda n, s: positions(S) >= n[:, None]),
+        "compute the mask from the lengths and S the function is given",
+    ),
+    Mistake(
+        "04 YT2 key padding",
+        "the value instead of the function",
+        padding(positions(S) >= LENGTHS[:, None]),
+        "expected a function",
+    ),
+    Mistake("04 YT2 key padding", "no return", padding(lambda n, s: print(n)), "is a `return` missing"),
     # ----- Your turn 3: the combined float mask for SDPA -----------------------------------------------
     Mistake("04 YT3 float mask", "(~may) * -inf: NaN where allowed", float_mask((~MAY) * INF), "0 * -inf is NaN"),
     Mistake("04 YT3 float mask", "0/1 numbers", float_mask(MAY.double()), "0s and 1s"),
-    Mistake("04 YT3 float mask", "-inf where allowed", float_mask(additive(~MAY)), "wrong pattern"),
+    Mistake("04 YT3 float mask", "-inf where allowed", float_mask(additive(~MAY)), "-inf where it is allowed"),
+    Mistake(
+        "04 YT3 float mask",
+        "(1, B, T, S): batch and heads swapped",
+        float_mask(additive(MAY).transpose(0, 1)),
+        "batch and heads axes are swapped",
+    ),
     Mistake(
         "04 YT3 float mask",
         "+inf where blocked",
@@ -281,6 +338,12 @@ MISTAKES: list[Mistake] = [
     ),
     Mistake(
         "04 YT4 cached causal",
+        "the right mask plus is_causal=True, need_weights=False (the hint replaces the mask)",
+        cached(call_with(future, is_causal=True, need_weights=False)),
+        "is_causal=True replaced your mask (your mask itself is right)",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
         "a square (T, T) mask",
         cached(call_with(lambda t, s: future(t, t))),
         "one row per new query",
@@ -334,13 +397,14 @@ MISTAKES: list[Mistake] = [
 RIGHT: list[RightAnswer] = [
     RightAnswer("04 YT1 mha mask", "~allowed", mha_mask(~ALLOWED)),
     RightAnswer("04 YT1 mha mask", "logical_not", mha_mask(torch.logical_not(ALLOWED))),
-    RightAnswer("04 YT1 mha mask", "an additive 0 / -inf mask", mha_mask(additive(ALLOWED, dtype=torch.float32))),
-    RightAnswer("04 YT1 mha mask", "an additive mask with -1e4", mha_mask(additive(ALLOWED, -1e4))),
-    RightAnswer("04 YT2 key padding", "from lengths", padding(POSITIONS >= LENGTHS[:, None])),
+    RightAnswer("04 YT1 mha mask", "allowed == False", mha_mask(ALLOWED == 0)),
+    RightAnswer("04 YT2 key padding", "from lengths", padding(lambda n, s: positions(s) >= n[:, None])),
+    RightAnswer("04 YT2 key padding", "~(positions < lengths)", padding(lambda n, s: ~(positions(s) < n[:, None]))),
     RightAnswer(
-        "04 YT2 key padding", "typed by hand", padding(torch.tensor([[0, 0, 0, 0, 0, 1], [0, 0, 1, 1, 1, 1]]).bool())
+        "04 YT2 key padding",
+        "a loop over the sequences",
+        padding(lambda n, s: torch.stack([torch.arange(s) >= int(k) for k in n])),
     ),
-    RightAnswer("04 YT2 key padding", "~(positions < lengths)", padding(~(POSITIONS < LENGTHS[:, None]))),
     RightAnswer("04 YT3 float mask", "masked_fill with -inf", float_mask(additive(MAY))),
     RightAnswer("04 YT3 float mask", "torch.where in float32", float_mask(torch.where(MAY, 0.0, INF))),
     RightAnswer("04 YT3 float mask", "-1e9 (with the caveat)", float_mask(torch.where(MAY, 0.0, -1e9))),
@@ -372,6 +436,11 @@ RIGHT: list[RightAnswer] = [
         "04 YT4 cached causal",
         "a float mask",
         cached(call_with(lambda t, s: additive(~future(t, s)))),
+    ),
+    RightAnswer(
+        "04 YT4 cached causal",
+        "the right mask and the is_causal hint on the softmax path (need_weights=True)",
+        cached(call_with(future, is_causal=True)),
     ),
     RightAnswer(
         "04 YT4 cached causal",

@@ -3,15 +3,19 @@
 Each compares the learner's answer with the right one and, when it is wrong, names the mistake
 this lesson warns about that it equals; a "not yet" message never spells out the solution.
 
-- `check_mha_mask`: the ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a transposed
-  mask, an anti-causal or top-left causal one, a square ``(T, T)`` one for a ``(T, S)`` question,
-  float masks (inverted additive, 0/1 numbers, NaN from ``0 * -inf``).
+- `check_mha_mask`: the boolean ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a
+  transposed mask, an anti-causal or top-left causal one, a square ``(T, T)`` one for a ``(T, S)``
+  question, float masks (inverted additive, 0/1 numbers, NaN from ``0 * -inf``; a right additive mask
+  is refused too: the question asks for booleans, as the key padding question does).
 - `check_key_padding_mask`: ``key_padding_mask (B, S)`` from per-sequence lengths; the inverted
-  convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers.
+  convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers or floats.
+  `check_key_padding_function` checks a function ``(lengths, S) -> (B, S)`` the same way, on the
+  lesson's batch and on one of its own (a mask typed by hand serves one batch only).
 - `check_float_mask`: the additive mask from ``allowed`` (``(T, S)``), or from ``allowed`` and the
   context lengths together (``(B, 1, T, S)``, for SDPA); 1/0 or 0/1 numbers, the sign flipped, -inf
   where allowed, NaN from ``(~allowed) * -inf``, an anti-causal mask, one of the two parts missing,
-  a ``(B, T, S)`` mask that meets the heads axis, a boolean. A finite penalty is judged by its
+  a ``(B, T, S)`` mask that meets the heads axis, a ``(1, B, T, S)`` one (batch and heads swapped),
+  the whole mask inverted (-inf where allowed), a boolean. A finite penalty is judged by its
   effect in the mask's own dtype: it passes when ``exp`` sends a blocked key's weight to exactly 0
   (with a caveat, worded by the penalty's magnitude, on a row blocked everywhere) and is refused,
   with the weight it leaves, when it does not.
@@ -21,7 +25,8 @@ this lesson warns about that it equals; a "not yet" message never spells out the
 - `check_cached_causal_mha`: the same call for ``T`` new tokens after ``S - T`` cached ones (the
   bottom-right ``(T, S)`` mask over past and new together); the past left out, the top-left
   triangle, the order of past and new swapped, all ``S`` rows returned, sizes or a layer taken from
-  the notebook instead of the arguments.
+  the notebook instead of the arguments, and a right mask that ``is_causal=True`` replaced on the
+  SDPA path (``need_weights=False``).
 
 Answers that PyTorch takes (masks) must be torch tensors when the lesson's own arrays are: given a
 NumPy array, ``nn.MultiheadAttention`` and SDPA raise ``TypeError``. This module imports NumPy only
@@ -60,6 +65,7 @@ __all__ = [
     "check_cached_causal_mha",
     "check_causal_mha",
     "check_float_mask",
+    "check_key_padding_function",
     "check_key_padding_mask",
     "check_mha_mask",
 ]
@@ -77,6 +83,7 @@ NAN_MASK = (
     "wherever the mask is 0, and NaN + score makes those outputs NaN; put -inf only where attention is "
     "blocked and 0 elsewhere (section 7)"
 )
+FLOAT_NOT_BOOL = "the question asks for a boolean mask, and this is a float additive one"
 NUMPY_MASK = (
     "it is a NumPy array, and {argument} takes a torch tensor: given an array it raises TypeError "
     "(\"argument ... must be Tensor, not numpy.ndarray\"); build it from the lesson's tensors, or convert it "
@@ -139,14 +146,18 @@ def _mha_mask_verdict(question: str, answer: NDArray[Any], allowed_mask: Bools) 
     T, S = allowed_mask.shape
     blocked = ~allowed_mask
     if answer.dtype.kind == "f":
-        return _additive_verdict(
+        verdict = _additive_verdict(
             question, answer, allowed_mask,
             mistakes=[(blocked, "inverted additive mask: this -inf sits where attention is allowed, so it blocks "
                                 "the wrong positions")],
             shape_message=lambda shape: _shape_message(shape, T, S),
-            right="an additive mask (0 = allowed, -inf = blocked) works too; the boolean is ~allowed",
+            right="right pattern",
             generic="a float mask is added to the scores: 0 keeps a score, -inf blocks it",
         )
+        if verdict.ok:  # one policy for every boolean question of this lesson: a float mask is not a boolean
+            return failed(question, f"{FLOAT_NOT_BOOL} (nn.MultiheadAttention would add it to the scores, and "
+                                    "this one blocks the right keys); store the boolean mask, True = blocked")
+        return verdict
     if answer.dtype != np.bool_:
         return failed(question, f"expected a boolean mask or a float additive mask, got dtype {answer.dtype}")
     if same(answer, blocked):
@@ -318,6 +329,42 @@ def _padding_verdict(question: str, answer: NDArray[Any], sizes: NDArray[np.int6
     return failed(question, "right shape, wrong pattern: this mask does not mark exactly the padding positions")
 
 
+def check_key_padding_function(function: Any, lengths: Any, S: int, T: int | None = None) -> Verdict:
+    """Question "key padding mask": ``function(lengths, S)`` returns the boolean ``(B, S)``
+    ``key_padding_mask`` (True = padding) for real lengths ``lengths (B,)`` padded to ``S``.
+
+    Tried on the lesson's ``lengths`` and ``S``, then on lengths and an ``S`` of the checker's own
+    (another batch size, one sequence of full length, one of length 1), of the kind ``lengths`` is,
+    so a mask typed by hand or sizes taken from the notebook are named.
+    """
+    question = "key padding mask"
+    S = check_int("S", S, low=1)
+    sizes = _lengths(lengths, S)
+    what = "the body: return the boolean (B, S) key_padding_mask for these lengths, True = padding"
+    other_S = S + 1
+    other = np.array([1, other_S, max(1, other_S // 2)], dtype=np.int64)  # B = 3, lengths the lesson does not hold
+    other_lengths = (lengths.new_tensor(other) if hasattr(lengths, "new_tensor")
+                     else other.astype(as_numpy(lengths).dtype))  # the kind of lengths the lesson holds
+    verdict = failed(question, "no input tried")
+    for given, size, length_array, queries in ((lengths, S, sizes, T), (other_lengths, other_S, other, None)):
+        result = function_answer(question, function, (given, size), what)
+        if isinstance(result, Verdict):
+            verdict = result
+        else:
+            answer = mask_answer(question, result, "a boolean (B, S) mask, True = padding")
+            verdict = answer if isinstance(answer, Verdict) else _torch_only(
+                question, _padding_verdict(question, answer, length_array, size, queries), result, given,
+                "nn.MultiheadAttention(key_padding_mask=...)")
+        if verdict.ok:
+            continue
+        if given is lengths:
+            return verdict
+        return failed(question, f"right for the lesson's lengths {sizes.tolist()} and S = {S}, but not for lengths "
+                                f"{other.tolist()} and S = {other_S} ({verdict.message}): compute the mask from the "
+                                "lengths and S the function is given, so that it serves any batch")
+    return verdict
+
+
 # ----- the float (additive) mask -----------------------------------------------------------------
 def check_float_mask(mask: Any, allowed: Any, lengths: Any = None) -> Verdict:
     """Question "float mask": the additive mask for ``allowed (T, S)`` (True = may attend).
@@ -409,7 +456,13 @@ def _padded_mistakes(allowed: Bools, sizes: NDArray[np.int64]) -> list[tuple[Boo
     causal_only = "only the causal part: each sequence's padding keys still get weight (the lengths are not used)"
     padding_only = ("only the padding part: nothing stops a query from reading the keys after its own position "
                     "(allowed is not used)")
+    may_attend = _padded(allowed, sizes)  # (B, 1, T, S)
     found: list[tuple[Bools, str]] = [
+        (~may_attend,
+         "inverted: your 0s sit where attention is blocked and your -inf where it is allowed, so each query reads "
+         "only the keys it must not read; 0 keeps a score and -inf blocks it, so the -inf goes where the "
+         "combined boolean mask is False"),
+        (np.swapaxes(may_attend, 0, 1), _swapped_axes_message(B, T, S)),
         (np.broadcast_to(allowed, (B, 1, T, S)), causal_only),
         (allowed, f"a (T, S) mask holds no padding: each sequence needs its own rows, (B, 1, T, S) = {(B, 1, T, S)}"),
         (np.broadcast_to(real[:, None, None, :], (B, 1, T, S)), padding_only),
@@ -431,7 +484,16 @@ def _padded_mistakes(allowed: Bools, sizes: NDArray[np.int64]) -> list[tuple[Boo
     return found
 
 
+def _swapped_axes_message(B: int, T: int, S: int) -> str:
+    return (f"the batch and heads axes are swapped: shape (1, B, T, S) = {(1, B, T, S)} puts the sequences on the "
+            f"second axis, where SDPA's scores (B, h, T, S) hold the heads, so sequence b's padding would block "
+            f"head b of every sequence (and when B equals the number of heads nothing warns you); the axis of size 1 "
+            f"is the second one, (B, 1, T, S) = {(B, 1, T, S)}")
+
+
 def _padded_shape_message(shape: tuple[int, ...], B: int, T: int, S: int) -> str:
+    if B != 1 and shape == (1, B, T, S):
+        return _swapped_axes_message(B, T, S)
     if shape == (B, T, S):
         return (f"shape (B, T, S) = {shape}: SDPA lines a mask up with its (B, h, T, S) scores from the right, so "
                 "your B axis would meet the heads axis h; give it a heads axis of size 1")
@@ -629,6 +691,9 @@ def check_cached_causal_mha(function: Any, mha: Any, past: Any, new: Any) -> Ver
         if verdict.ok:
             continue
         if module is mha and after is new:
+            if not isinstance(result, Verdict) and verdict.message.startswith(TOP_LEFT):
+                hint = _hint_replaced_mask(function, module, before, after)
+                return verdict if hint is None else failed(question, hint)
             return verdict
         if module is not mha and not isinstance(result, Verdict) and _cached_verdict(
                 question, result, before_x, after_x, layer).ok:
@@ -638,6 +703,57 @@ def check_cached_causal_mha(function: Any, mha: Any, past: Any, new: Any) -> Ver
         return failed(question, f"right for the lesson's (B, S - T, T) = {(B, P, T)} but not for {sizes} "
                                 f"({verdict.message}): take every size from past and new, not from the lesson")
     return verdict
+
+
+TOP_LEFT = "top-left alignment"
+
+
+def _call_arguments(function: Any, module: Any, past: Any, new: Any) -> dict[str, Any] | None:
+    """The keyword arguments (``attn_mask``, ``is_causal``, ``need_weights``, ...) of the first call of
+    ``module`` inside ``function(module, past, new)``, read with a forward pre-hook; ``None`` if the
+    module takes no hook or is never called."""
+    seen: list[dict[str, Any]] = []
+    names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights",
+             "is_causal")  # nn.MultiheadAttention.forward's parameters, in order
+
+    def record(_module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        seen.append({**dict(zip(names, args, strict=False)), **kwargs})
+
+    try:
+        handle = module.register_forward_pre_hook(record, with_kwargs=True)
+    except (AttributeError, TypeError):
+        return None
+    try:
+        function(module, past, new)
+    except Exception:  # the learner's code: it ran once already, so this is unlikely
+        return None
+    finally:
+        handle.remove()
+    return seen[0] if seen else None
+
+
+def _hint_replaced_mask(function: Any, module: Any, past: Any, new: Any) -> str | None:
+    """Why a call gave the top-left triangle when it passed ``is_causal=True``: on the SDPA path the
+    hint replaces the mask (section 4). ``None`` when the call passed no such hint."""
+    call = _call_arguments(function, module, past, new)
+    if call is None or call.get("is_causal") is not True:
+        return None
+    T, S = new.shape[1], past.shape[1] + new.shape[1]
+    mask, yours = call.get("attn_mask"), ""
+    if mask is not None:
+        try:
+            given = as_numpy(mask)
+        except (TypeError, ValueError):
+            given = None
+        blocked = ~causal_mask(T, S)
+        if given is not None and given.shape == (T, S) and (
+                np.array_equal(given, blocked) if given.dtype == np.bool_ else np.array_equal(given != 0, blocked)):
+            yours = " (your mask itself is right)"
+    return (f"is_causal=True replaced your mask{yours}: with need_weights=False (and no key_padding_mask) "
+            "nn.MultiheadAttention takes the SDPA path, drops attn_mask and calls SDPA with is_causal=True, whose "
+            "triangle is top-left, tril(ones(T, S)): query t sees positions 0..t, not the past and the new tokens "
+            "up to itself (the trap of section 4, where the hint overrode the mask). Drop is_causal=True and let "
+            "the bottom-right mask do the work")
 
 
 def _cached_verdict(question: str, result: Any, past: Floats, new: Floats, layer: Layer) -> Verdict:
@@ -669,7 +785,7 @@ def _cached_verdict(question: str, result: Any, past: Floats, new: Floats, layer
         (lambda: _attention(new, everything, layer, None, np.nan),
          "no mask: each new token also sees the new tokens after it"),
         (lambda: _attention(new, everything, layer, cols <= rows, np.nan),
-         "top-left alignment: with tril(ones(T, S)) (SDPA's is_causal triangle) query t sees positions 0..t; "
+         f"{TOP_LEFT}: with tril(ones(T, S)) (SDPA's is_causal triangle) query t sees positions 0..t; "
          "the T new tokens are the last T of the S positions (bottom-right)"),
         (lambda: _attention(new, everything, layer, cols >= rows + (S - T), np.nan),
          "anti-causal: your mask blocks the past and lets each new token see itself and the tokens after it"),

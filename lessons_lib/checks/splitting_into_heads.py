@@ -10,10 +10,10 @@ that names the known mistake a wrong answer equals; a "not yet" message never sp
   labelled inputs of three sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
   ``.T`` on a 4-D array, interleaved features, heads folded into the batch, heads averaged, summed or
   glued along the tokens (also as ``(B, h*T, d_h)`` after a transpose), the token and feature axes
-  swapped or any other order of the four axes before the merge's reshape, ``D / heads`` (a float) as a size, ``np.split`` along an axis ``h`` does
-  not divide, sizes hard-coded (right on the first size only), a call of the library or of its
-  private helpers (refused before running, by the shared `forbidden_call`), a result of another kind
-  or dtype than the input (`same_kind`).
+  swapped or any other order of the four axes before the merge's reshape, ``D / heads`` (a float)
+  as a size, ``np.split`` along an axis ``h`` does not divide, sizes hard-coded (right on the first
+  size only), a call of the library or of its private helpers (refused before running, by the shared
+  `forbidden_call`), a result of another kind or dtype than the input (`same_kind`).
 - `check_view_merge`: the PyTorch merge that ends in ``.view`` of a ``.contiguous()`` copy;
   ``.view`` on the transposed tensor or on a plain ``.clone()`` of it (which keeps the transposed
   strides), a direct ``.view`` without the transpose, ``.reshape`` or ``.flatten`` anywhere (the copy would be theirs,

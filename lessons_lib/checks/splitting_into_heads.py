@@ -215,7 +215,7 @@ def known_wrong_merges(heads_out: NDArray[Any], view: bool = False) -> dict[str,
 _MERGE_AXES = ("B", "h", "T", "d_h")
 
 
-def _reordered_merge(heads_out: NDArray[Any], result: NDArray[Any]) -> str | None:
+def _reordered_merge(heads_out: NDArray[Any], result: NDArray[Any], view: bool = False) -> str | None:
     """What a merge whose result is ``heads_out`` with its axes put in another order, then reshaped to
     ``(B, T, D)``, did (``None`` if no such order gives ``result``)."""
     B, h, T, d_h = heads_out.shape
@@ -224,7 +224,8 @@ def _reordered_merge(heads_out: NDArray[Any], result: NDArray[Any]) -> str | Non
             continue  # the right merge; the direct reshape is named on its own
         if same(np.asarray(result), heads_out.transpose(order).reshape(B, T, h * d_h)):
             layout = ", ".join(_MERGE_AXES[i] for i in order)
-            return (f"you put the axes in the order ({layout}) and then reshaped to (B, T, D): the shape is right "
+            merged = "viewed the result as" if view else "reshaped to"
+            return (f"you put the axes in the order ({layout}) and then {merged} (B, T, D): the shape is right "
                     "but the numbers are not. Only the head and token axes (1 and 2) trade places: (B, T, h, d_h)")
     return None
 
@@ -327,7 +328,7 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
     if mistake is not None:
         return failed(question, mistake)
     if not split and result.shape == want.shape:
-        reordered = _reordered_merge(heads_out, result)
+        reordered = _reordered_merge(heads_out, result, view)
         if reordered is not None:
             return failed(question, f"axes in another order: {where}, {reordered}")
     if result.shape != want.shape:

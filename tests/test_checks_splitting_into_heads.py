@@ -377,7 +377,7 @@ def _sizes(a: Array) -> tuple[int, int, int, int]:
 WRONG_MERGES = {
     "direct reshape": (
         lambda a: a.reshape(a.shape[0], a.shape[2], a.shape[1] * a.shape[3]),
-        "in memory all of head 0 comes first",
+        "in row-major index order all of head 0 comes first",
     ),
     "interleaved features": (
         lambda a: a.transpose(0, 2, 3, 1).reshape(a.shape[0], a.shape[2], -1),
@@ -501,7 +501,7 @@ def test_check_view_merge_wants_view_not_reshape() -> None:
 @pytest.mark.parametrize(
     ("fn", "mistake"),
     [
-        (lambda t: t.view(t.shape[0], t.shape[2], -1), "direct reshape"),
+        (lambda t: t.view(t.shape[0], t.shape[2], -1), "direct .view"),
         (lambda t: t.permute(0, 2, 3, 1).contiguous().view(t.shape[0], t.shape[2], -1), "interleaved features"),
         (lambda t: t.transpose(1, 2).contiguous(), "missing reshape"),
         (lambda t: t.mean(1), "heads averaged"),

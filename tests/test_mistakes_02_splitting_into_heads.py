@@ -295,6 +295,36 @@ def view_numpy_style_transpose(heads_out: Any) -> Any:
     return heads_out.transpose(0, 2, 1, 3).contiguous().view(B, T, h * d_h)
 
 
+def merge_tokens_features_swapped(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 1, 3, 2).reshape(B, T, h * d_h)
+
+
+def merge_h_times_t_rows(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(0, 2, 1, 3).reshape(B, h * T, d_h)
+
+
+def merge_batch_last(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return np.moveaxis(heads_out, 0, -1).reshape(B, T, h * d_h)
+
+
+def view_plain_clone(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 2).clone().view(B, T, h * d_h)  # clone keeps the transposed strides
+
+
+def view_transpose_2_3(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(2, 3).contiguous().view(B, T, h * d_h)
+
+
+def view_transpose_1_3(heads_out: Any) -> Any:
+    B, h, T, d_h = heads_out.shape
+    return heads_out.transpose(1, 3).contiguous().view(B, T, h * d_h)
+
+
 MISTAKES: list[Mistake] = [
     # Your turn 1: the head width, an int
     Mistake("02 YT1 head width", "2048 / 16, a float", lambda: checks.check_head_width(2048 / 16), "is a float"),
@@ -307,7 +337,13 @@ MISTAKES: list[Mistake] = [
     Mistake("02 YT1 head width", "D - h", lambda: checks.check_head_width(2048 - 16), "subtracted h from D"),
     Mistake("02 YT1 head width", "the number as text", lambda: checks.check_head_width("128"), "got str '128'"),
     Mistake("02 YT1 head width", "a boolean", lambda: checks.check_head_width(True), "got the boolean"),
-    Mistake("02 YT1 head width", "another number", lambda: checks.check_head_width(64), "equal share", named=False),
+    Mistake("02 YT1 head width", "2048 // 8: divided by the wrong number (blind trial)",
+            lambda: checks.check_head_width(2048 // 8),
+            "divided by the wrong number. There are h = 16 heads here (not 8)"),
+    Mistake("02 YT1 head width", "2048 // 32", lambda: checks.check_head_width(64), "divided by the wrong number"),
+    Mistake("02 YT1 head width", "the lesson's h = 2", lambda: checks.check_head_width(2048 // 2),
+            "divided by the wrong number"),
+    Mistake("02 YT1 head width", "another number", lambda: checks.check_head_width(100), "equal share", named=False),
     # Your turn 2: split
     Mistake("02 YT2 split", "one reshape straight to (B, h, T, d_h)", lambda: checks.check_split(split_direct),
             "direct reshape"),
@@ -369,7 +405,13 @@ MISTAKES: list[Mistake] = [
     Mistake("02 YT3 merge", "transpose(1, 2) on a NumPy array (PyTorch's form)",
             lambda: checks.check_merge(merge_two_axis_transpose), "takes the new order of ALL the axes"),
     Mistake("02 YT3 merge", "tokens moved before the batch", lambda: checks.check_merge(merge_tokens_before_batch),
-            "the shape is right but the numbers are not: at", named=False),
+            "you put the axes in the order (T, B, h, d_h)"),
+    Mistake("02 YT3 merge", "token and feature axes swapped (transpose(0, 1, 3, 2)) (blind trial)",
+            lambda: checks.check_merge(merge_tokens_features_swapped), "swapped the token and feature axes"),
+    Mistake("02 YT3 merge", "transpose then reshape to (B, h*T, d_h) (blind trial)",
+            lambda: checks.check_merge(merge_h_times_t_rows), "(B, h*T, d_h): h*T rows of d_h features"),
+    Mistake("02 YT3 merge", "head axis moved last, then reshaped (transpose(0, 2, 3, 1)) by moveaxis",
+            lambda: checks.check_merge(merge_batch_last), "you put the axes in the order (h, T, d_h, B)"),
     Mistake("02 YT3 merge", "only head 0 kept", lambda: checks.check_merge(merge_head_0_only),
             "one head's width per token"),
     Mistake("02 YT3 merge", "d_h hard-coded to 4 (issue 19)", lambda: checks.check_merge(merge_d_h_4),
@@ -407,7 +449,14 @@ MISTAKES: list[Mistake] = [
             lambda: checks.check_head_reads([0, 4], range(8, 12)), "input_features: got", named=False),
     # Your turn 5: merge with .view
     Mistake("02 YT5 view merge", ".view without the transpose", lambda: checks.check_view_merge(view_direct, OUT_T),
-            "direct reshape"),
+            "in a direct .view. The shape is right but the numbers are not: in row-major index order"),
+    Mistake("02 YT5 view merge", ".clone() in place of .contiguous() (blind trial)",
+            lambda: checks.check_view_merge(view_plain_clone, OUT_T), ".clone() copies the numbers but keeps their "
+            "memory layout too"),
+    Mistake("02 YT5 view merge", "transpose(2, 3): T and d_h swapped instead of h and T (blind trial)",
+            lambda: checks.check_view_merge(view_transpose_2_3, OUT_T), "swapped the token and feature axes"),
+    Mistake("02 YT5 view merge", "transpose(1, 3) then a copy and .view",
+            lambda: checks.check_view_merge(view_transpose_1_3, OUT_T), "you put the axes in the order (B, d_h, T, h)"),
     Mistake("02 YT5 view merge", ".view of the transposed tensor",
             lambda: checks.check_view_merge(view_of_transposed, OUT_T), ".view refused the transposed tensor"),
     Mistake("02 YT5 view merge", ".view of the permuted tensor",
@@ -482,6 +531,11 @@ def view_swapaxes(heads_out: Any) -> Any:
     return heads_out.swapaxes(1, 2).contiguous().view(B, T, h * d_h)
 
 
+def view_clone_contiguous_format(heads_out: Any) -> Any:
+    B, _h, T, _d_h = heads_out.shape
+    return heads_out.transpose(1, 2).clone(memory_format=torch.contiguous_format).view(B, T, -1)
+
+
 RIGHT: list[RightAnswer] = [
     RightAnswer("02 YT1 head width", "2048 // 16", lambda: checks.check_head_width(2048 // 16)),
     RightAnswer("02 YT1 head width", "np.int64(128)", lambda: checks.check_head_width(np.int64(128))),
@@ -506,6 +560,8 @@ RIGHT: list[RightAnswer] = [
                 lambda: checks.check_view_merge(view_with_clone, OUT_T)),
     RightAnswer("02 YT5 view merge", "torch.einsum to swap the axes, contiguous, view",
                 lambda: checks.check_view_merge(view_einsum, OUT_T)),
+    RightAnswer("02 YT5 view merge", "clone(memory_format=torch.contiguous_format) after transpose, view(B, T, -1)",
+                lambda: checks.check_view_merge(view_clone_contiguous_format, OUT_T)),
     RightAnswer("02 YT5 view merge", "swapaxes, contiguous, view",
                 lambda: checks.check_view_merge(view_swapaxes, OUT_T)),
 ]

@@ -2,19 +2,21 @@
 that names the known mistake a wrong answer equals; a "not yet" message never spells out the solution.
 
 - `check_head_width`: ``d_h`` for ``D = 2048, h = 16``, an int; D times h, h over D, D or h itself,
-  a float such as ``2048 / 16`` (named by its type).
+  D divided by another head count (``2048 // 8``), a float such as ``2048 / 16`` (named by its type).
 - `check_head_reads`: the input features and ``W_q`` columns of head 2 of a layer 12 features wide with
   3 heads (other sizes than the lesson's); the input cut into groups, interleaved columns, another
   head's block, all columns, indices counted from 1, an index past the end.
 - `check_split` / `check_merge`: a learner's ``(B, T, D) <-> (B, h, T, d_h)`` function, run on
   labelled inputs of three sizes; a direct reshape, a missing transpose or reshape, the wrong axes,
   ``.T`` on a 4-D array, interleaved features, heads folded into the batch, heads averaged, summed or
-  glued along the tokens, ``D / heads`` (a float) as a size, ``np.split`` along an axis ``h`` does
-  not divide, sizes hard-coded (right on the first size only), a call of the library or of its
-  private helpers (refused before running, by the shared `forbidden_call`), a result of another kind
-  or dtype than the input (`same_kind`).
+  glued along the tokens (also as ``(B, h*T, d_h)`` after a transpose), the token and feature axes
+  swapped or any other order of the four axes before the merge's reshape, ``D / heads`` (a float)
+  as a size, ``np.split`` along an axis ``h`` does not divide, sizes hard-coded (right on the first
+  size only), a call of the library or of its private helpers (refused before running, by the shared
+  `forbidden_call`), a result of another kind or dtype than the input (`same_kind`).
 - `check_view_merge`: the PyTorch merge that ends in ``.view`` of a ``.contiguous()`` copy;
-  ``.view`` on the transposed tensor, ``.reshape`` or ``.flatten`` anywhere (the copy would be theirs,
+  ``.view`` on the transposed tensor or on a plain ``.clone()`` of it (which keeps the transposed
+  strides), a direct ``.view`` without the transpose, ``.reshape`` or ``.flatten`` anywhere (the copy would be theirs,
   and a ``.view`` after them does nothing), no copy made, no transpose, the same numerical mistakes
   as `check_merge`, ``.view`` not used.
 
@@ -24,6 +26,7 @@ imported: torch results go through the shared readers, torch inputs are made by 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -153,17 +156,27 @@ def known_wrong_splits(x: NDArray[Any], heads: int) -> dict[str, tuple[NDArray[A
     }
 
 
-def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any], str]]:
-    """The usual wrong ways to merge ``heads_out (B, h, T, d_h)`` back: name -> (result, explanation)."""
+def known_wrong_merges(heads_out: NDArray[Any], view: bool = False) -> dict[str, tuple[NDArray[Any], str]]:
+    """The usual wrong ways to merge ``heads_out (B, h, T, d_h)`` back: name -> (result, explanation).
+
+    ``view``: word the one-step merge as PyTorch's direct ``.view`` (Your turn 5) instead of a reshape.
+    """
     check_array("heads_out", heads_out, "numpy", "(B, h, T, d_h)", floating=False)
     B, h, T, d_h = heads_out.shape
+    one_step = "a direct .view" if view else "one reshape"
     return {
-        "direct reshape": (
+        "direct .view" if view else "direct reshape": (
             heads_out.reshape(B, T, h * d_h),
-            "you went from (B, h, T, d_h) straight to (B, T, D) in one reshape. The shape is right but the numbers are "
-            "not: in memory all of head 0 comes first, so token 0 received rows of head 0 only instead of "
-            "one block of d_h features from every head. The token axis has to come before the head axis "
-            "before the reshape",
+            f"you went from (B, h, T, d_h) straight to (B, T, D) in {one_step}. The shape is right but the numbers "
+            "are not: in row-major index order all of head 0 comes first, so token 0 received rows of head 0 only "
+            "instead of one block of d_h features from every head. The token axis has to come before the head "
+            f"axis before the {'.view' if view else 'reshape'}",
+        ),
+        "tokens and features swapped": (
+            heads_out.transpose(0, 1, 3, 2).reshape(B, T, h * d_h),
+            "you swapped the token and feature axes, (B, h, T, d_h) -> (B, h, d_h, T) (axes 2 and 3), instead of "
+            "the head and token axes (1 and 2): the merge then reads each head feature by feature. The tokens "
+            "must come before the heads: (B, T, h, d_h)",
         ),
         "interleaved features": (
             heads_out.transpose(0, 2, 3, 1).reshape(B, T, h * d_h),
@@ -197,6 +210,30 @@ def known_wrong_merges(heads_out: NDArray[Any]) -> dict[str, tuple[NDArray[Any],
             "side by side, (h, T, B*d_h), not the heads. Concatenation needs a list of the h head blocks",
         ),
     }
+
+
+_MERGE_AXES = ("B", "h", "T", "d_h")
+
+
+def _reordered_merge(heads_out: NDArray[Any], result: NDArray[Any], view: bool = False) -> str | None:
+    """What a merge whose result is ``heads_out`` with its axes put in another order, then reshaped to
+    ``(B, T, D)``, did (``None`` if no such order gives ``result``)."""
+    B, h, T, d_h = heads_out.shape
+    for order in itertools.permutations(range(4)):
+        if order in ((0, 2, 1, 3), (0, 1, 2, 3)):
+            continue  # the right merge; the direct reshape is named on its own
+        if same(np.asarray(result), heads_out.transpose(order).reshape(B, T, h * d_h)):
+            layout = ", ".join(_MERGE_AXES[i] for i in order)
+            merged = "viewed the result as" if view else "reshaped to"
+            return (f"you put the axes in the order ({layout}) and then {merged} (B, T, D): the shape is right "
+                    "but the numbers are not. Only the head and token axes (1 and 2) trade places: (B, T, h, d_h)")
+    return None
+
+
+def _rows_stay_in_their_batch(result: NDArray[Any]) -> bool:
+    """Whether every label of the 3-D ``result`` comes from the sequence (batch entry) it sits in."""
+    batch = np.floor(np.asarray(result, dtype=np.float64) / _BATCH_STEP)
+    return bool(np.all(batch == np.arange(result.shape[0])[:, None, None]))
 
 
 def _first_difference(got: NDArray[Any], want: Labels, sizes: tuple[int, int, int]) -> str:
@@ -250,18 +287,19 @@ def _raised_advice(message: str) -> str:
     return ""
 
 
-def _run_cases(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any] = np.copy) -> Verdict:
+def _run_cases(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any] = np.copy,
+               view: bool = False) -> Verdict:
     """Run the learner's split (``split``) or merge ``fn`` on each of `SPLIT_CASES`; the first mistake,
-    or a passed `Verdict` with an empty message."""
+    or a passed `Verdict` with an empty message. ``view``: the merge is the PyTorch one ending in ``.view``."""
     for case, (B, T, D, heads) in enumerate(SPLIT_CASES):
-        verdict = _run_case(question, fn, what, split, convert, (B, T, D, heads))
+        verdict = _run_case(question, fn, what, split, convert, (B, T, D, heads), view)
         if not verdict.ok:
             return _hard_coded(verdict, case)
     return passed(question, "")
 
 
 def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[[Labels], Any],
-              sizes: tuple[int, int, int, int]) -> Verdict:
+              sizes: tuple[int, int, int, int], view: bool = False) -> Verdict:
     """The verdict on ``fn`` for one case ``(B, T, D, heads)``; passed with an empty message if right."""
     B, T, D, heads = sizes
     x = labelled_input(B, T, D)
@@ -272,7 +310,7 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
         args, want, layout, wrong = (convert(x), heads), heads_out, "(B, h, T, d_h)", known_wrong_splits(x, heads)
     else:
         where = f"on heads_out of shape (B, h, T, d_h) = {heads_out.shape}"
-        args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out)
+        args, want, layout, wrong = (convert(heads_out),), x, "(B, T, D)", known_wrong_merges(heads_out, view)
     returned = function_answer(question, fn, args, what)
     if isinstance(returned, Verdict):
         if not returned.answered:
@@ -289,7 +327,16 @@ def _run_case(question: str, fn: Any, what: str, split: bool, convert: Callable[
     mistake = first_match(result, [(value, f"{name}: {where}, {why}") for name, (value, why) in wrong.items()])
     if mistake is not None:
         return failed(question, mistake)
+    if not split and result.shape == want.shape:
+        reordered = _reordered_merge(heads_out, result, view)
+        if reordered is not None:
+            return failed(question, f"axes in another order: {where}, {reordered}")
     if result.shape != want.shape:
+        if not split and tuple(result.shape) == (B, heads * T, D // heads) and _rows_stay_in_their_batch(result):
+            return failed(question, f"heads along the tokens: {where} you returned {tuple(result.shape)} = "
+                                    "(B, h*T, d_h): h*T rows of d_h features per sequence, so the heads went one "
+                                    "after another along the token axis. The merge keeps T tokens and puts the "
+                                    f"heads side by side along the feature axis: (B, T, D) = {want.shape}")
         if not split and tuple(result.shape) == (B, T, D // heads):
             return failed(question, f"{where} you returned {tuple(result.shape)} = (B, T, d_h): one head's width "
                                     "per token. The merge keeps all h heads' features side by side, "
@@ -370,7 +417,14 @@ def check_view_merge(fn: Any, like: Any) -> Verdict:
             refused = _view_merge_route(question, fn)
         if refused is not None:
             return refused
-    verdict = _run_cases(question, fn, what, False, like.new_tensor)
+    verdict = _run_cases(question, fn, what, False, like.new_tensor, view=True)
+    if "view size is not compatible" in verdict.message and fn is not None and uses_name(fn, "clone", home=None) \
+            and not uses_name(fn, "contiguous", home=None):
+        return failed(question, ".view refused the cloned tensor: .clone() copies the numbers but keeps their memory "
+                                "layout too (its default memory_format=torch.preserve_format gives the copy the "
+                                "transposed strides), so the copy is no more contiguous than the transposed tensor. "
+                                ".contiguous() (or .clone(memory_format=torch.contiguous_format)) copies into "
+                                "row-major order, which .view needs")
     if "view size is not compatible" in verdict.message:
         return failed(question, ".view refused the transposed tensor: after .transpose its memory is no longer in "
                                 "(B, T, h, d_h) order (it is not contiguous), so no strides describe (B, T, D). "
@@ -418,6 +472,10 @@ def check_head_width(d_h: Any) -> Verdict:
         return count
     if count == D // h:
         return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
+    if 1 < count < D and D % count == 0:
+        return failed(question, f"got {count} = {D} / {D // count}: you divided by the wrong number. There are "
+                                f"h = {h} heads here (not {D // count}), and each gets an equal share of the "
+                                f"D = {D} features")
     return failed(question, f"got {d_h!r}; each of the h = {h} heads gets an equal share of the D = {D} features")
 
 

@@ -2488,6 +2488,20 @@ BAD_INPUTS = [
         ("causal_mask needs 0 < T <= S, got T=4, S=2"),
     ),
     Bad(
+        "checks.one_head.check_causal_mask_function",
+        "check_causal_mask_function_S_below_T",
+        lambda: one_head.check_causal_mask_function(None, 4, 2),
+        ValueError,
+        ("causal_mask needs 0 < T <= S, got T=4, S=2"),
+    ),
+    Bad(
+        "checks.one_head.check_causal_mask_function",
+        "check_causal_mask_function_not_a_function",
+        lambda: one_head.check_causal_mask_function(np.ones((3, 5), dtype=bool)),
+        RETURNS,
+        ("[causal mask function] not yet: expected a function, got ndarray of dtype bool"),
+    ),
+    Bad(
         "checks.one_head.check_output",
         "check_output_rank_1",
         lambda: one_head.check_output(None, np.ones(4), np.ones((5, 4)), np.ones((5, 4))),

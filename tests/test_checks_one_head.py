@@ -265,7 +265,7 @@ EMPTY_ROW_MISTAKES: list[tuple[Callable[[Floats], Any], list[str]]] = [
      ["not exactly 0"]),
     (lambda s: softmax(s, axis=-1) * EMPTY, ["after the softmax"]),
     (lambda s: softmax(s, axis=-1), ["mask is ignored"]),
-    (lambda s: np.zeros_like(s), ["right shape (T, S) = (3, 5), wrong numbers", "sum to 0"]),
+    (lambda s: np.zeros_like(s), ["right shape (T, S) = (3, 5), wrong numbers", "sums to 0, not 1"]),
 ]
 
 

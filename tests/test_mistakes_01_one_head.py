@@ -2,8 +2,8 @@
 
 The exercises' inputs are rebuilt as the notebook builds them (``quiz_rng``, seed 7, once for Your
 turn 1 and once for Your turn 4); section 1's ``q`` and ``k`` (seed 0) stand for the arrays of another
-section a learner may pick up by mistake. Your turn 3 is a function: each row is a learner's
-``attention(q, k, v, allowed=None)`` with one mistake.
+section a learner may pick up by mistake. Your turns 2 and 3 are functions: each row is a learner's
+``my_causal_mask(T, S)`` or ``attention(q, k, v, allowed=None)`` with one mistake.
 """
 
 from __future__ import annotations
@@ -46,12 +46,18 @@ def scores(answer: Any) -> Any:
     return lambda: checks.check_scores(answer, qc, kc)
 
 
-def mask(answer: Any) -> Any:
-    return lambda: checks.check_causal_mask(answer, T, S)
+def mask(build: Any) -> Any:
+    """Your turn 2 is a function ``my_causal_mask(T, S)``: ``build`` is a learner's version of it."""
+    return lambda: checks.check_causal_mask_function(build, T, S)
 
 
 def weights(answer: Any) -> Any:
     return lambda: checks.check_weights(answer, scores_c, allowed_c)
+
+
+def forgets_return(T: int, S: int) -> Any:
+    allowed = np.tril(np.ones((T, S), dtype=bool), k=S - T)  # built, but not returned
+    del allowed
 
 
 def function(answer: Any) -> Any:
@@ -120,6 +126,14 @@ def times_inf(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
     return w @ v, w
 
 
+def inverted_where(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if allowed is not None:
+        s = np.where(allowed, -np.inf, s)  # blocks exactly the allowed positions
+    w = softmax(s)
+    return w @ v, w
+
+
 def returns_scores(q: Any, k: Any, v: Any, allowed: Any = None) -> Any:
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     return softmax(s if allowed is None else np.where(allowed, s, -np.inf)) @ v, s
@@ -157,16 +171,45 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT1 scores", "right numbers, batch axis moved (T, B, S)", scores(np.swapaxes(raw, 0, 1) / 2),
             "axes in another order"),
     Mistake("01 YT1 scores", "divided by sqrt(B)", scores(raw / math.sqrt(B)), "times 0.7071"),
-    # Your turn 2: causal mask with T < S
-    Mistake("01 YT2 mask", "top-left triangle, no offset", mask(np.tril(ones)), "ignores the offset"),
-    Mistake("01 YT2 mask", "True = blocked", mask(~right_mask), "inverted convention"),
-    Mistake("01 YT2 mask", "offset with the wrong sign", mask(np.tril(ones, k=T - S)), "wrong sign"),
-    Mistake("01 YT2 mask", "the diagonal excluded", mask(np.tril(ones, k=S - T - 1)), "excluded the diagonal"),
-    Mistake("01 YT2 mask", "0/1 numbers", mask(right_mask.astype(int)), "build a boolean mask"),
-    Mistake("01 YT2 mask", "an additive 0 / -inf mask", mask(np.where(right_mask, 0.0, -np.inf)), "additive mask"),
-    Mistake("01 YT2 mask", "shape (S, T)", mask(right_mask.T), "rows are queries"),
-    Mistake("01 YT2 mask", "everything allowed", mask(ones), "nothing is masked"),
-    Mistake("01 YT2 mask", "upper triangle with the offset, True = blocked", mask(np.triu(ones, k=1)), "two things"),
+    Mistake("01 YT1 scores", "k @ q^T quotes the batch shapes", scores(np.swapaxes(raw, -1, -2) / 2),
+            "shape (B, S, T) = (2, 5, 3)"),
+    Mistake("01 YT1 scores", "sequence 0's keys for every sequence", scores(qc @ kc[0].T / 2), "keys of sequence 0"),
+    Mistake("01 YT1 scores", "sequence 1's keys for every sequence", scores(qc @ kc[1].T / 2), "keys of sequence 1"),
+    Mistake("01 YT1 scores", "sequence 0's queries for every sequence", scores(qc[0] @ np.swapaxes(kc, -1, -2) / 2),
+            "queries of sequence 0"),
+    Mistake("01 YT1 scores", "the softmax applied too", scores(softmax(raw / 2)), "these are weights, not scores"),
+    Mistake("01 YT1 scores", "the softmax applied, no scale", scores(softmax(raw)), "these are weights, not scores"),
+    Mistake("01 YT1 scores", "kc reshaped to (B, d, S) instead of transposed", scores(qc @ kc.reshape(B, d, S) / 2),
+            "does not transpose"),
+    # Your turn 2: my_causal_mask(T, S), tried on T = 3, S = 5 and then other sizes
+    Mistake("01 YT2 mask", "top-left triangle, no offset", mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool))),
+            "ignores the offset"),
+    Mistake("01 YT2 mask", "True = blocked", mask(lambda T, S: ~np.tril(np.ones((T, S), dtype=bool), k=S - T)),
+            "inverted convention"),
+    Mistake("01 YT2 mask", "offset with the wrong sign",
+            mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=T - S)), "wrong sign"),
+    Mistake("01 YT2 mask", "the diagonal excluded",
+            mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T - 1)), "excluded the diagonal"),
+    Mistake("01 YT2 mask", "0/1 numbers", mask(lambda T, S: np.tril(np.ones((T, S), dtype=int), k=S - T)),
+            "build a boolean mask"),
+    Mistake("01 YT2 mask", "an additive 0 / -inf mask",
+            mask(lambda T, S: np.where(np.tril(np.ones((T, S), dtype=bool), k=S - T), 0.0, -np.inf)), "additive mask"),
+    Mistake("01 YT2 mask", "shape (S, T)", mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T).T),
+            "rows are queries"),
+    Mistake("01 YT2 mask", "everything allowed", mask(lambda T, S: np.ones((T, S), dtype=bool)), "nothing is masked"),
+    Mistake("01 YT2 mask", "upper triangle with the offset, True = blocked",
+            mask(lambda T, S: np.triu(np.ones((T, S), dtype=bool), k=1)), "two things"),
+    Mistake("01 YT2 mask", "calls mha_numpy.causal_mask", mask(lambda T, S: mha_numpy.causal_mask(T, S)),
+            "calls the library's causal_mask"),
+    Mistake("01 YT2 mask", "is mha_numpy.causal_mask itself", mask(mha_numpy.causal_mask),
+            "calls the library's causal_mask"),
+    Mistake("01 YT2 mask", "sizes hard-coded (3, 5)", mask(lambda T, S: np.tril(np.ones((3, 5), dtype=bool), k=2)),
+            "hard-coded"),
+    Mistake("01 YT2 mask", "offset hard-coded k=2", mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=2)),
+            "offset is hard-coded"),
+    Mistake("01 YT2 mask", "the notebook's T, S instead of the arguments",
+            mask(lambda n_queries, n_source: right_mask), "hard-coded"),
+    Mistake("01 YT2 mask", "no return", mask(forgets_return), "`return` missing"),
     # Your turn 3: the batched, masked head
     Mistake("01 YT3 attention function", "calls mha_numpy.attention", function(calls_the_library),
             "calls the library's attention"),
@@ -188,6 +231,12 @@ MISTAKES: list[Mistake] = [
             "k.T reverses EVERY axis"),
     Mistake("01 YT3 attention function", "transpose(0, 2, 1): three axes only",
             function(head(transpose=lambda k: k.T if k.ndim == 2 else k.transpose(0, 2, 1))), "names every axis"),
+    Mistake("01 YT3 attention function", "transpose(0, 2, 1) for every rank",
+            function(head(transpose=lambda k: k.transpose(0, 2, 1))), "names every axis"),
+    Mistake("01 YT3 attention function", "np.transpose(k, (0, 2, 1)) for every rank",
+            function(head(transpose=lambda k: np.transpose(k, (0, 2, 1)))), "np.swapaxes(k, -1, -2)"),
+    Mistake("01 YT3 attention function", "inverted: np.where(allowed, -inf, scores)", function(inverted_where),
+            "inverted mask"),
     Mistake("01 YT3 attention function", "no allowed parameter", function(no_mask_parameter),
             "add the optional mask parameter"),
     Mistake("01 YT3 attention function", "mask applied when None", function(mask_even_when_none),
@@ -225,9 +274,24 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT4 weights", "the empty row given something else",
             weights(np.where(nothing, 0.3, right_weights)), "must be all zeros"),
     Mistake("01 YT4 weights", "the empty query's row dropped", weights(right_weights[[0, 2]]), "dropped the row"),
-    Mistake("01 YT4 weights", "all zeros", weights(np.zeros((T, S))), "sum to 0"),
-    Mistake("01 YT4 weights", "softmax over the queries", weights(softmax(np.where(allowed_c, scores_c, -1e9), 0)),
-            "right shape (T, S) = (3, 5), wrong numbers", named=False),
+    Mistake("01 YT4 weights", "all zeros", weights(np.zeros((T, S))), "row 0 of yours sums to 0, not 1"),
+    Mistake("01 YT4 weights", "softmax over the queries, -1e9 fill",
+            weights(softmax(np.where(allowed_c, scores_c, -1e9), 0)), "runs over the query axis"),
+    Mistake("01 YT4 weights", "softmax over the queries, the empty row zeroed",
+            weights(np.where(nothing, 0.0, softmax(blocked, 0))), "runs over the query axis"),
+    Mistake("01 YT4 weights", "softmax over the queries, NaN turned into 0",
+            weights(np.nan_to_num(softmax(blocked, 0))), "runs over the query axis"),
+    Mistake("01 YT4 weights", "padding ignored, only the empty row zeroed",
+            weights(np.where(nothing, 0.0, softmax(scores_c))), "padding mask is ignored"),
+    Mistake("01 YT4 weights", "scores rescaled by 1/sqrt(S)",
+            weights(np.where(nothing, 0.0, softmax(np.where(allowed_c, scores_c / math.sqrt(S), -np.inf)))),
+            "rescaled the scores"),
+    Mistake("01 YT4 weights", "scores rescaled by 1/sqrt(T), NaN turned into 0",
+            weights(np.nan_to_num(softmax(np.where(allowed_c, scores_c / math.sqrt(T), -np.inf)))),
+            "rescaled the scores"),
+    Mistake("01 YT4 weights", "blocked scores -1 (weight left on them)",
+            weights(np.where(nothing, 0.0, softmax(np.where(allowed_c, scores_c, -1.0)))),
+            "some blocked positions get weight"),
 ]
 
 RIGHT: list[RightAnswer] = [
@@ -237,9 +301,15 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT1 scores", "transpose(0, 2, 1)", scores(qc @ kc.transpose(0, 2, 1) / math.sqrt(d))),
     RightAnswer("01 YT1 scores", "np.matmul and a loop stacked",
                 scores(np.stack([qc[b] @ kc[b].T for b in range(B)]) / 2)),
-    RightAnswer("01 YT2 mask", "comparing positions", mask(np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None])),
-    RightAnswer("01 YT2 mask", "np.tri", mask(np.tri(T, S, S - T, dtype=bool))),
-    RightAnswer("01 YT2 mask", "np.tril with k = S - T", mask(np.tril(ones, k=S - T))),
+    RightAnswer("01 YT2 mask", "comparing positions",
+                mask(lambda T, S: np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None])),
+    RightAnswer("01 YT2 mask", "np.tri", mask(lambda T, S: np.tri(T, S, S - T, dtype=bool))),
+    RightAnswer("01 YT2 mask", "np.tril with k = S - T",
+                mask(lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T))),
+    RightAnswer("01 YT2 mask", "the last T rows of an (S, S) triangle",
+                mask(lambda T, S: np.tril(np.ones((S, S), dtype=bool))[S - T:])),
+    RightAnswer("01 YT2 mask", "np.triu of the blocked part, inverted",
+                mask(lambda T, S: ~np.triu(np.ones((T, S), dtype=bool), k=S - T + 1))),
     RightAnswer("01 YT3 attention function", "the three steps", function(head())),
     RightAnswer("01 YT3 attention function", "d from k's shape",
                 function(head(scale=lambda q, k, v: k.shape[-1] ** 0.5))),
@@ -250,6 +320,8 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT4 weights", "renormalised, NaN turned into 0", weights(renormalised)),
     RightAnswer("01 YT4 weights", "NaN of a plain softmax turned into 0", weights(np.nan_to_num(softmax(blocked)))),
     RightAnswer("01 YT4 weights", "float32", weights(right_weights.astype(np.float32))),
+    RightAnswer("01 YT4 weights", "-1e9 fill, the empty row zeroed",
+                weights(np.where(nothing, 0.0, softmax(np.where(allowed_c, scores_c, -1e9))))),
 ]
 
 

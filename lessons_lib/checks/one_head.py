@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from lessons_lib.checks import (
     Verdict,
     array_answer,
+    as_numpy,
     failed,
     first_match,
     forbidden_call,
@@ -37,12 +38,19 @@ from lessons_lib.checks import (
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 __all__ = [
-    "check_attention_function", "check_causal_mask", "check_cross_attention", "check_output", "check_scores",
-    "check_weights",
+    "check_attention_function", "check_causal_mask", "check_causal_mask_function", "check_cross_attention",
+    "check_output", "check_scores", "check_weights",
 ]
 
 Floats = NDArray[np.float64]
 NAN = "NaN: a softmax ran over a line with no allowed position (all -inf): the wrong axis or an inverted mask?"
+
+
+def _same_or_both_nan(a: Floats, b: Floats) -> bool:
+    """Same shape, NaN in the same places, and the same numbers everywhere else."""
+    if a.shape != b.shape or not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    return same(np.nan_to_num(a), np.nan_to_num(b))
 
 
 def _unknown(layout: str, expected: tuple[int, ...], got: tuple[int, ...]) -> str:
@@ -55,10 +63,16 @@ def _unknown_weights(a: Floats, expected: Floats, layout: str = "(T, S)") -> str
     """The fallback for weights of the right shape: what their rows look like next to the right ones."""
     if a.shape != expected.shape:
         return _unknown(layout, expected.shape, a.shape)
-    sums = a.sum(axis=-1)
-    if not np.allclose(sums, 1.0, atol=1e-6):
-        return (f"right shape {layout} = {expected.shape}, wrong numbers: your rows sum to "
-                f"{float(sums.min()):.3g} .. {float(sums.max()):.3g}, not 1 each")
+    sums, wanted = a.sum(axis=-1), expected.sum(axis=-1)  # wanted: 1, or 0 for a query with nothing allowed
+    if not np.allclose(sums, wanted, atol=1e-6):
+        if np.allclose(wanted, 1.0):
+            return (f"right shape {layout} = {expected.shape}, wrong numbers: your rows sum to "
+                    f"{float(sums.min()):.3g} .. {float(sums.max()):.3g}, not 1 each")
+        where = tuple(int(i) for i in np.argwhere(~np.isclose(sums, wanted, atol=1e-6))[0])
+        row = where[0] if len(where) == 1 else where
+        return (f"right shape {layout} = {expected.shape}, wrong numbers: row {row} of yours sums to "
+                f"{float(sums[where]):.3g}, not {float(wanted[where]):g} (each query that may attend somewhere "
+                "sums to 1, a query with no allowed position to 0)")
     if (a < 0).any():
         return f"right shape {layout} = {expected.shape}, wrong numbers: some weights are negative"
     return (f"right shape {layout} = {expected.shape}, wrong numbers: your rows sum to 1 but favour other "
@@ -107,8 +121,19 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
         (lambda: raw / d, f"you divided by d = {d}: the spread of q·k grows like sqrt(d), not like d"),
         (lambda: raw * math.sqrt(d), "you multiplied by sqrt(d); the scale makes the scores smaller, not bigger"),
         (lambda: np.swapaxes(raw, -1, -2) / math.sqrt(d),
-         f"transposed: yours is k @ q.T, shape (S, T); scores have one row per query, shape (T, S) = ({T}, {S})"),
+         f"transposed: yours is k @ q.T, shape {_layout(raw.ndim, 'S, T')} = {(*raw.shape[:-2], S, T)}; scores "
+         f"have one row per query, shape {layout} = {raw.shape}"),
         (lambda: np.swapaxes(raw, -1, -2), "you computed k @ q.T (one row per key) and forgot the scale"),
+        (lambda: softmax(raw / math.sqrt(d), axis=-1),
+         "these are weights, not scores: your rows sum to 1, so a softmax ran. The question asks for the scaled "
+         "scores, before any softmax"),
+        (lambda: softmax(raw, axis=-1),
+         "these are weights, not scores: your rows sum to 1, so a softmax ran (and the scale is missing). The "
+         "question asks for the scaled scores, before any softmax"),
+        (lambda: qf @ kf.reshape(*kf.shape[:-2], d, S) / math.sqrt(d),
+         f"you reshaped k to {_layout(raw.ndim, 'd, S')} = {(*kf.shape[:-2], d, S)}: a reshape keeps the numbers "
+         "in their order and only cuts them differently, so it does not transpose. Swap the last two axes of k "
+         "instead"),
         (lambda: raw / math.sqrt(S), f"you divided by sqrt(S), a length; the scale uses the feature width d = {d}"),
         (lambda: raw / math.sqrt(T),
          f"you divided by sqrt(T), a length; the scale uses the feature width d = {d}"
@@ -116,6 +141,17 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
     ]
     if batched:
         first = raw.reshape(-1, T, S)[0]
+        sequences = raw.reshape(-1, T, S).shape[0]
+        flat_q, flat_k = qf.reshape(-1, T, d), kf.reshape(-1, S, d)
+        for b in range(min(sequences, 4)):
+            candidates += [
+                (lambda b=b: (flat_q @ flat_k[b].T).reshape(raw.shape) / math.sqrt(d),
+                 f"every sequence's queries met the keys of sequence {b} only (k[{b}]): each sequence's queries must "
+                 "meet its own keys, so keep the batch axis of k and swap only its last two axes"),
+                (lambda b=b: (flat_q[b] @ np.swapaxes(flat_k, -1, -2)).reshape(raw.shape) / math.sqrt(d),
+                 f"the queries of sequence {b} only (q[{b}]) met every sequence's keys: each sequence's own queries "
+                 "must meet its own keys"),
+            ]
         candidates += [
             (lambda: first / math.sqrt(d),
              f"these are the scores of the first sequence only, shape (T, S) = {first.shape}: keep the batch axis "
@@ -175,7 +211,7 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
     if isinstance(a, Verdict):
         return a
     keep = np.ones(sf.shape, dtype=bool) if mask is None else np.broadcast_to(mask, sf.shape)
-    empty = ~keep.any(axis=-1)  # (..., T): queries with no allowed position
+    empty: NDArray[np.bool_] = np.asarray(~keep.any(axis=-1))  # (..., T): queries with no allowed position
     masked = np.where(keep, sf, -np.inf)
     expected = _weights_or_zeros(sf, keep)
     blocked_ok = a.shape != sf.shape or bool((a[~keep] == 0).all())
@@ -202,6 +238,11 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
         if same(a[~empty], expected[~empty]):
             return failed(question, "right for every query that may attend somewhere, but the row of a query with no "
                                     "allowed position must be all zeros")
+    if a.shape == sf.shape and _over_queries(a, masked, keep, expected):
+        nan = ", and a column with nothing allowed (all -inf) gave NaN" if np.isnan(a).any() else ""
+        return failed(question, f"your softmax runs over the query axis (axis 0 / -2): each column is normalised "
+                                f"instead of each row{nan}. A query shares its attention among the source positions: "
+                                "use axis=-1")
     if np.isnan(a).any():
         with np.errstate(all="ignore"):  # NumPy's softmax by hand: an all -inf column gives NaN, as the learner's
             exps = np.exp(masked - masked.max(axis=-2, keepdims=True))
@@ -249,8 +290,65 @@ def check_weights(answer: Any, scores: Any, allowed: Any = None) -> Verdict:
             (lambda: _weights_or_zeros(sf, ~keep),
              "inverted mask: each query attends exactly where it must not. True = may attend"),
         ]
+    if mask is not None and empty.any():
+        candidates.append((lambda: np.where(empty[..., None], 0.0, softmax(sf, axis=-1)),
+                           "the padding mask is ignored: you zeroed the row of the query with no allowed position, "
+                           "but the blocked positions of the other queries still get weight. Block them (-inf) "
+                           "before the softmax"))
     mistake = first_match(a, candidates)
+    if mistake is None and a.shape == sf.shape and np.isfinite(a).all():
+        mistake = _blocked_weight(a, keep, empty) or _rescaled(a, sf, keep, empty)
     return failed(question, mistake or _unknown_weights(a, expected, layout))
+
+
+def _over_queries(a: Floats, masked: Floats, keep: NDArray[np.bool_], expected: Floats) -> bool:
+    """Whether ``a``, on every allowed entry of a column that has one, is the softmax over the query
+    axis (columns normalised) rather than over the source axis; the other entries may be anything."""
+    with np.errstate(all="ignore"):  # a column with nothing allowed: NaN, left out below
+        exps = np.exp(masked - masked.max(axis=-2, keepdims=True))
+        by_column = exps / exps.sum(axis=-2, keepdims=True)
+    where = keep & np.isfinite(by_column)
+    if not where.any() or not np.isfinite(a[where]).all():
+        return False
+    return same(a[where], by_column[where]) and not same(a[where], expected[where])
+
+
+def _blocked_weight(a: Floats, keep: NDArray[np.bool_], empty: NDArray[np.bool_]) -> str | None:
+    """The message for clear weight on a blocked position of a query that may attend somewhere, or ``None``."""
+    leak = np.where(keep | empty[..., None], 0.0, np.abs(a))
+    if float(leak.max()) <= 1e-3:
+        return None
+    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(leak)), leak.shape))
+    query, position = (where[0], where[1]) if len(where) == 2 else (where[:-1], where[-1])
+    return (f"some blocked positions get weight (query {query}, position {position}: {float(a[where]):.3g}): the mask "
+            "must apply to every query, so a blocked score becomes -inf before the softmax and its weight exactly 0")
+
+
+def _rescaled(a: Floats, scores: Floats, keep: NDArray[np.bool_], empty: NDArray[np.bool_]) -> str | None:
+    """The message for weights that are the softmax of the scores times a factor other than 1, or ``None``."""
+    logs, values = [], []
+    for index in np.ndindex(*scores.shape[:-1]):
+        if empty[index]:
+            continue
+        row, allowed = a[index], keep[index]
+        if (row[allowed] <= 0).any():
+            return None
+        logs.append(np.log(row[allowed]) - np.log(row[allowed]).mean())
+        values.append(scores[index][allowed] - scores[index][allowed].mean())
+    if not logs:
+        return None
+    x, y = np.concatenate(values), np.concatenate(logs)
+    if float(x @ x) == 0.0:
+        return None
+    factor = float(x @ y) / float(x @ x)
+    if abs(factor - 1.0) < 1e-3 or not np.allclose(y, factor * x, atol=1e-6):
+        return None
+    S, T = scores.shape[-1], scores.shape[-2]
+    named = {1 / math.sqrt(S): f" = 1/sqrt(S) = 1/sqrt({S})", 1 / math.sqrt(T): f" = 1/sqrt(T) = 1/sqrt({T})",
+             math.sqrt(S): f" = sqrt(S) = sqrt({S})", 1 / S: f" = 1/S = 1/{S}"}
+    which = next((text for value, text in named.items() if math.isclose(factor, value, rel_tol=1e-4)), "")
+    return (f"you rescaled the scores: your weights are the softmax of the scores times {factor:.4g}{which}. These "
+            "scores are given ready for the softmax (any scale is already in them): take the softmax of them as given")
 
 
 def _dropped_columns(a: Floats, scores: Floats, keep: NDArray[np.bool_]) -> str | None:
@@ -322,6 +420,54 @@ def check_causal_mask(answer: Any, T: int, S: int | None = None) -> Verdict:
         (ones, "everything is allowed, so nothing is masked; causal means no future"),
     ])
     return failed(question, mistake or f"expected query t to see positions 0 .. S - T + t (here S - T = {offset})")
+
+
+# (T, S) pairs a causal-mask function is tried on after the exercise's own sizes: several offsets
+# S - T (0 included), none of them the notebook's T = 3, S = 5.
+CAUSAL_MASK_TRIES = ((2, 6), (4, 4), (1, 3), (5, 8))
+
+
+def check_causal_mask_function(function: Any, T: int = 3, S: int = 5) -> Verdict:
+    """Question "causal mask function": ``function(T, S)`` must return the boolean causal mask
+    ``(T, S)`` of `check_causal_mask` (``True`` = may attend, the queries are the last ``T`` of ``S``
+    positions), built from NumPy operations, not by calling the library's ``causal_mask``.
+
+    Tried first on the exercise's ``T, S``, then on `CAUSAL_MASK_TRIES`. Recognises what
+    `check_causal_mask` recognises, plus a call of the library's ``causal_mask``, a mask of the same
+    shape whatever the arguments (sizes hard-coded), and an offset hard-coded from the first sizes.
+    """
+    question = "causal mask function"
+    causal_mask(T, S)  # the exercise's own sizes must make sense (0 < T <= S) before the learner's function runs
+    refused = forbidden_call(question, function, "causal_mask")
+    if refused is not None:
+        return refused
+    tries = [(T, S), *(size for size in CAUSAL_MASK_TRIES if size != (T, S))]
+    done: list[str] = []
+    for t, s in tries:
+        what = f"(T, S) = ({t}, {s})"
+        prefix = f"right for (T, S) = {', '.join(done)}, but not for {what}: " if done else f"for {what}: "
+        what_to_write = "the body: return a boolean (T, S) mask, True = may attend"
+        result = function_answer(question, function, (t, s), what_to_write)
+        if isinstance(result, Verdict):
+            if not result.answered or result.message.startswith("expected a function"):
+                return result
+            return failed(question, prefix + result.message)
+        verdict = check_causal_mask(result, t, s)
+        if verdict.ok:
+            done.append(f"({t}, {s})")
+            continue
+        if not verdict.answered:
+            return failed(question, prefix + "your function returned no mask: return the boolean (T, S) array")
+        shape = np.shape(as_numpy(result)) if hasattr(result, "shape") or isinstance(result, list) else None
+        if done and shape == (T, S):
+            return failed(question, f"{prefix}your mask has shape {shape} whatever T and S are: the sizes of the "
+                                    f"exercise are hard-coded. Build the mask from the arguments T and S")
+        if done and same(result, np.tril(np.ones((t, s), dtype=bool), k=S - T)):
+            return failed(question, f"{prefix}the offset is hard-coded: {S - T} is S - T only for T = {T}, S = {S}; "
+                                    "compute it from the arguments T and S")
+        return failed(question, prefix + verdict.message)
+    return passed(question, "query t sits at position S - T + t and may attend to every position up to its own; "
+                            f"right for (T, S) = {', '.join(done)}")
 
 
 def check_output(answer: Any, q: Any, k: Any, v: Any, allowed: Any = None) -> Verdict:
@@ -435,6 +581,7 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
     expected_out, expected_w = (np.asarray(x, dtype=np.float64) for x in attention(q, k, v, mask))
     keep = np.ones(expected_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, expected_w.shape)
     exact = bool((w[~keep] == 0).all()) if w.shape == expected_w.shape else True
+    raw_scaled = _unscaled(q, k) / math.sqrt(q.shape[-1])
     if same(out, expected_out) and same(w, expected_w) and exact:
         return None
     if same(out, expected_w) and same(w, expected_out):
@@ -442,6 +589,15 @@ def _attention_mistake(out: Floats, w: Floats, q: Floats, k: Floats, v: Floats, 
     if w.shape == expected_w.shape and not exact and np.isfinite(w).all() and float(np.abs(w[~keep]).max()) < 1e-3:
         return (f"the blocked positions get weights up to {float(np.abs(w[~keep]).max()):.1e}, not exactly 0: a "
                 "large negative score such as -20 only makes exp small. Use -inf")
+    if mask is not None and w.shape == expected_w.shape:
+        with np.errstate(all="ignore"):  # an inverted mask can leave a query nothing: NaN, as the learner's softmax
+            flipped = np.where(keep, -np.inf, raw_scaled)
+            exps = np.exp(flipped - flipped.max(axis=-1, keepdims=True))
+            inverted = exps / exps.sum(axis=-1, keepdims=True)
+        if _same_or_both_nan(w, inverted) or same(w, _weights_or_zeros(raw_scaled, ~keep)):
+            return ("inverted mask: your weights fall exactly where allowed is False, as np.where(allowed, -inf, "
+                    "scores) gives (a query allowed everywhere is then left with nothing: NaN). True = may attend: "
+                    "keep the score where allowed is True, -inf elsewhere")
     if np.isnan(w).any() and not np.isnan(expected_w).any():
         return ("your weights contain NaN where a query may attend: multiplying or adding -inf to a mask gives "
                 "0 * -inf = NaN for the allowed entries too; pick between the score and -inf with np.where")
@@ -540,15 +696,17 @@ def _trials() -> list[tuple[str, Floats, Floats, Floats, Any]]:
     ]
 
 
-def _raised(error_text: str, trial: int, dot_t: bool) -> str:
-    """A message for a function that raised on try ``trial`` (0-based)."""
+def _raised(error_text: str, trial: int, dot_t: bool, names_axes: bool = False) -> str:
+    """A message for a function that raised on try ``trial`` (0-based); ``names_axes``: the function
+    calls a ``transpose`` method (which may name every axis)."""
     if trial > 1 and "boolean index did not match" in error_text:
         return ("indexing the scores with the mask (scores[~allowed] = ...) needs a mask of exactly their shape, but "
                 "a mask only has to broadcast to (..., T, S): use np.where, which broadcasts. "
                 f"({error_text})")
-    if trial > 1 and "axes don't match" in error_text:
-        return ("your transpose names every axis (e.g. transpose(0, 2, 1)), which fits one number of axes only: "
-                f"swap the last two with np.swapaxes(k, -1, -2). ({error_text})")
+    if "axes don't match" in error_text or (names_axes and "out of bounds for array of dimension" in error_text):
+        return ("your transpose names every axis (such as k.transpose(0, 2, 1)): a fixed order of axes fits arrays "
+                "of one number of axes only, and this try has another. Swap only the last two axes, whatever comes "
+                f"before them: np.swapaxes(k, -1, -2). ({error_text})")
     if trial > 1 and dot_t:
         return ("k.T reverses EVERY axis of a batched array (not only the last two), so the shapes no longer fit: "
                 f"swap only the last two axes, np.swapaxes(k, -1, -2). ({error_text})")
@@ -600,7 +758,8 @@ def check_attention_function(function: Any) -> Verdict:
             if not result.answered or result.message.startswith("expected a function"):
                 return result
             error = result.message.removeprefix("your function raised ")
-            return failed(question, prefix + _raised(error, trial, dot_t))
+            names_axes = any(kind == "attr" and name == "transpose" for kind, name, _ in _names_read(function))
+            return failed(question, prefix + _raised(error, trial, dot_t, names_axes))
         if isinstance(result, (tuple, list)) and len(result) != 2:
             return failed(question, f"return a pair (output, weights); yours has {len(result)} items")
         if not isinstance(result, (tuple, list)):

@@ -273,7 +273,7 @@ def forward_in_torch(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> 
 
 
 def forward_with_library_attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
-    b, t, width = x.shape
+    b, t, _ = x.shape
     q, k, v = ((x @ m).reshape(b, t, heads, -1).transpose(0, 2, 1, 3) for m in (wq, wk, wv))
     return mha_numpy.merge_heads(mha_numpy.attention(q, k, v)[0]) @ wo
 

@@ -13,9 +13,10 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
   ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
 - `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
-  every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises), the rows of another head (one
-  place off, every h-th row, always head 0's), ``W_o`` transposed or missing, the whole output or
-  an equal share of it, another ``W_o`` than the one given, sizes hard-coded.
+  every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises),
+  the rows of another head (one place off, every h-th row, always head 0's), ``W_o`` transposed or
+  missing, the whole output or an equal share of it, another ``W_o`` than the one given, sizes
+  hard-coded.
 - `check_time_major_merge`: the heads folded into the batch axis, ``(B*h, T, d_h)`` (row ``b*h + i``),
   merged into the sequence-first ``(T, B, D)``: the fold read head-major, the batch-first result, a
   direct reshape, the transpose missing, sizes hard-coded; a call of a finished merge (as in Your turn 1)
@@ -377,10 +378,10 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
                 if _slices_columns(contribution, problem, matrix, i):
                     return failed(question, f"for i = {i}: you sliced a block of COLUMNS of wo, wo[:, ...]: columns, "
                                             "not rows. In the product of the merged row with W_o, feature j of the "
-                                            "merged row meets ROW j of W_o, so head i's d_h features meet d_h rows of wo, each with all D "
-                                            f"columns (that is why the product failed: head i's features are "
-                                            f"(B, T, d_h) = {problem[:, i].shape}, and a column block has D = "
-                                            f"{matrix.shape[0]} rows)")
+                                            "merged row meets ROW j of W_o, so head i's d_h features meet d_h rows "
+                                            "of wo, each with all D columns (that is why the product failed: head "
+                                            f"i's features are (B, T, d_h) = {problem[:, i].shape}, and a column "
+                                            f"block has D = {matrix.shape[0]} rows)")
                 return failed(question, f"for i = {i}: {result.message} (heads_out[:, i] is (B, T, d_h) = "
                                         f"{problem[:, i].shape} and wo is (D, D) = {matrix.shape}; heads are counted "
                                         "from 0, and head i's d_h features meet d_h rows of wo)")

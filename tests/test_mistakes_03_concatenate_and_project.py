@@ -327,6 +327,10 @@ MISTAKES: list[Mistake] = [
     # Your turn 2: one head's share of the output
     Mistake("03 YT2 head contribution", "a block of columns of W_o (raises; blind trial)", contributes("columns"),
             "columns, not rows"),
+    Mistake("03 YT2 head contribution", "W_o cut with np.split(wo, h, axis=1), columns (raises)",
+            contribution_check(lambda a, w, i: a[:, i] @ np.split(w, a.shape[1], axis=1)[i]), "columns, not rows"),
+    Mistake("03 YT2 head contribution", "W_o cut with np.hsplit, columns (raises)",
+            contribution_check(lambda a, w, i: a[:, i] @ np.hsplit(w, a.shape[1])[i]), "columns, not rows"),
     Mistake("03 YT2 head contribution", "a block of columns of W_o, written with ... (raises)",
             contribution_check(lambda a, w, i: a[:, i] @ w[..., i * a.shape[-1]:(i + 1) * a.shape[-1]]),
             "columns, not rows"),
@@ -516,6 +520,8 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("03 YT2 head contribution", "the other heads zeroed, mha_numpy.merge_heads (allowed), projected",
                 contribution_check(lambda a, w, i: mha_numpy.merge_heads(
                     np.where(np.arange(a.shape[1])[:, None, None] == i, a, 0.0)) @ w)),
+    RightAnswer("03 YT2 head contribution", "W_o cut with np.split along the rows",
+                contribution_check(lambda a, w, i: a[:, i] @ np.split(w, a.shape[1])[i])),
     RightAnswer("03 YT2 head contribution", "einsum over the row blocks",
                 contribution_check(lambda a, w, i: np.einsum("btj,jo->bto", a[:, i], w.reshape(
                     a.shape[1], a.shape[-1], -1)[i]))),

@@ -120,8 +120,8 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
          f"you returned the h head blocks one after another, shape (h, B, T, d_h) = {answer.shape}: they must be "
          "glued side by side into one row of D features per token"),
         (lambda: heads.swapaxes(0, 1).reshape(B, T, h * d_h),
-         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2), "
-         "so each row still holds several tokens"),
+         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2): "
+         "a row must gather the heads of one token"),
         (lambda: heads.transpose(2, 0, 1, 3).reshape(T, B, h * d_h),
          f"token first, (T, B, D) = {answer.shape}: the heads are glued right, but the batch axis must stay first, "
          "(B, T, D)"),
@@ -331,6 +331,12 @@ class _IndexLog(np.ndarray):  # type: ignore[type-arg]
             self.log.append(key)
         return np.asarray(self)[key]
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if getattr(self, "log", None) is not None and func.__name__ in ("split", "array_split", "hsplit"):
+            axis = 1 if func.__name__ == "hsplit" else kwargs.get("axis", args[2] if len(args) > 2 else 0)
+            self.log.append(("split", axis))
+        return super().__array_function__(func, types, args, kwargs)
+
     def __array_finalize__(self, obj: Any) -> None:
         self.log = None  # type: ignore[assignment]  # views and results log nothing
 
@@ -345,6 +351,8 @@ def _slices_columns(contribution: Any, heads: Floats, w: Floats, i: int) -> bool
     except Exception:  # the learner's code raised before: expected
         pass
     for key in logged.log:
+        if isinstance(key, tuple) and key[:1] == ("split",) and key[1] in (1, -1):
+            return True  # np.split(wo, h, axis=1), np.hsplit(wo, h)
         if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], slice)
                 and (key[0] is Ellipsis or key[0] == slice(None))):
             return True

@@ -247,6 +247,14 @@ def linear(transpose: bool = True, bias: bool = False, swap: bool = False, no_gr
     return linear_from_numpy
 
 
+def loaded(w_in_out: Any, transpose: bool = True) -> Any:
+    """The Predict's way of filling a layer, load_state_dict, with or without the transpose."""
+    n_in, n_out = w_in_out.shape
+    layer = nn.Linear(n_in, n_out, bias=False).double()
+    layer.load_state_dict({"weight": torch.from_numpy(w_in_out.T if transpose else w_in_out)})
+    return layer
+
+
 def linear_untransposed_parameter(w_in_out: Any) -> Any:
     n_in, n_out = w_in_out.shape
     layer = nn.Linear(n_in, n_out, bias=False)
@@ -383,6 +391,8 @@ MISTAKES: list[Mistake] = [
             "inside `with torch.no_grad():`"),
     Mistake("03 YT3 nn.Linear from NumPy", "built from the notebook's w_wide", linear_check(linear(from_notebook=True)),
             "not from the notebook's w_wide"),
+    Mistake("03 YT3 nn.Linear from NumPy", "load_state_dict of the matrix as it is, as the Predict did (raises)",
+            linear_check(lambda w: loaded(w, transpose=False)), "copied in the shape they have"),
     Mistake("03 YT3 nn.Linear from NumPy", "a call of mha_torch.linear (blind trial)",
             linear_check(lambda w: mha_torch.linear(torch.from_numpy(w.T.copy()))), "calls the library's linear"),
     Mistake("03 YT3 nn.Linear from NumPy", "returned the weight, not the layer",
@@ -530,6 +540,7 @@ RIGHT: list[RightAnswer] = [
                     w[i * a.shape[-1]:(i + 1) * a.shape[-1]]).float())),
     RightAnswer("03 YT3 nn.Linear from NumPy", "copy_ of the transpose in float64", linear_check(linear())),
     RightAnswer("03 YT3 nn.Linear from NumPy", "a new float32 Parameter", linear_check(linear_by_parameter)),
+    RightAnswer("03 YT3 nn.Linear from NumPy", "load_state_dict of the transpose", linear_check(loaded)),
     RightAnswer("03 YT3 nn.Linear from NumPy", "weight.data assigned, float32", linear_check(linear_by_data)),
     RightAnswer("03 YT4 fixed layer", "both bugs fixed", fixed_check(forward())),
     RightAnswer("03 YT4 fixed layer", "the body repaired, its softmax and merge_heads kept",

@@ -588,6 +588,11 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
             return failed(question, f"{layer.message}: autograd refuses to overwrite a trainable weight in place; "
                                     "do the copy inside `with torch.no_grad():`")
         shapes = f"nn.Linear's weight is (out_features, in_features), w_in_out is (in, out) = {w.shape}"
+        if "size mismatch" in layer.message or ("must match" in layer.message and "size" in layer.message):
+            kind = layer.message.removeprefix("your function raised ").split(":")[0]
+            return failed(question, f"your function raised {kind}: the numbers, copied in the shape they have, do "
+                                    f"not fit the layer's weight. {shapes}, and nn.Linear({w.shape[0]}, {w.shape[1]}) "
+                                    f"holds a {w.shape[::-1]} weight")
         return failed(question, f"{layer.message} ({shapes})")
     if isinstance(layer, Verdict):
         return layer

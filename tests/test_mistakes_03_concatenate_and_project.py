@@ -7,7 +7,9 @@ of seed 0), the weights of ``numpy_layer`` (``init_weights(8, seed=0)``) and ``f
 layer or a function that ignores its arguments accepted as the fixed layer, ``np.concatenate`` of the
 array, the softmax over the query axis) and those of issue 27: the lesson's own ``merge`` handed in as
 the answer, another ``W_o`` than the one given, only some of q, k and v split right, ``.T`` on a 4-D
-array.
+array; and those of the blind trial: the interleaved split, a column block of ``W_o`` that raises, and
+the library helpers that do an exercise's work (``split_heads`` and ``attention`` in Your turn 4,
+``merge_heads`` in Your turn 5, ``mha_torch.linear`` in Your turn 3), which are refused.
 """
 
 from __future__ import annotations

@@ -79,6 +79,18 @@ def blank(heads_out: Any) -> None:
     ...
 
 
+def hand_split(y: Floats, heads: int) -> Floats:
+    """A learner's split (B, T, D) -> (B, h, T, d_h), written out: Your turn 4 refuses the library's."""
+    b, t, width = y.shape
+    return y.reshape(b, t, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def batch_first(folded: Floats, heads: int) -> Floats:
+    """A learner's (B*h, T, d_h) -> (B, T, D), written out: Your turn 5 refuses the library's merge."""
+    rows, t, width = folded.shape
+    return folded.reshape(rows // heads, heads, t, width).transpose(0, 2, 1, 3).reshape(rows // heads, t, -1)
+
+
 def raises(*args: Any) -> Any:
     raise IndexError("tuple index out of range")
 
@@ -118,7 +130,7 @@ def test_merge_accepts_torch_float32(heads_out: Floats) -> None:
 
 
 MERGE_MISTAKES: list[tuple[str, Callable[[Floats], Floats], tuple[str, ...]]] = [
-    ("direct reshape", lambda x: x.reshape(B, T, D), ("direct reshape", "transposing")),
+    ("direct reshape", lambda x: x.reshape(B, T, D), ("direct reshape", "without moving any axis")),
     ("interleaved", lambda x: x.transpose(0, 2, 3, 1).reshape(B, T, D), ("interleaved", "(B, T, d_h, h)")),
     ("averaged", lambda x: x.mean(axis=1), ("averaged", "lost the head axis")),
     ("summed", lambda x: x.sum(axis=1), ("summed", "lost the head axis")),
@@ -371,7 +383,7 @@ CONTRIBUTION_MISTAKES: list[tuple[str, Callable[[Floats, Floats, int], Any], tup
     ("averaged blocks", lambda x, w, i: x[:, i] @ w.reshape(x.shape[1], x.shape[-1], -1).mean(axis=0),
      ("averaged W_o's h blocks",)),
     ("columns", lambda x, w, i: x[:, i] @ w[:, i * x.shape[-1] : (i + 1) * x.shape[-1]],
-     ("for i = 0", "raised ValueError", "meet d_h rows of wo")),
+     ("for i = 0", "columns, not rows", "meet d_h rows of wo")),
 ]
 
 
@@ -432,13 +444,13 @@ def test_time_major_merge_correct(folded: Floats) -> None:
 
 
 TIME_MAJOR_MISTAKES: list[tuple[str, Callable[[Floats, int], Any], tuple[str, ...]]] = [
-    ("batch first", lambda f, n: mha_numpy.merge_heads(f.reshape(-1, n, *f.shape[1:])), ("batch first",)),
+    ("batch first", lambda f, n: batch_first(f, n), ("batch first",)),
     ("head-major", lambda f, n: sequence_first(f.reshape(n, -1, *f.shape[1:]).swapaxes(0, 1).reshape(f.shape), n),
      ("head-major",)),
     ("direct", lambda f, n: f.reshape(f.shape[1], f.shape[0] // n, -1), ("direct reshape",)),
     ("no reshape", lambda f, n: f.swapaxes(0, 1), ("a reshape is missing",)),
     ("reshape of batch first",
-     lambda f, n: mha_numpy.merge_heads(f.reshape(-1, n, *f.shape[1:])).reshape(f.shape[1], f.shape[0] // n, -1),
+     lambda f, n: batch_first(f, n).reshape(f.shape[1], f.shape[0] // n, -1),
      ("relabels the numbers",)),
     ("reversed", lambda f, n: sequence_first(f.reshape(-1, n, *f.shape[1:])[:, ::-1].reshape(f.shape), n),
      ("reverse order",)),
@@ -615,7 +627,7 @@ def forward(split_direct: bool = False, scale: str = "sqrt(d_h)", merge_direct: 
         factor = {"sqrt(d_h)": size**0.5, "none": 1.0, "d_h": size, "sqrt(D)": width**0.5}[scale]
 
         def split(y: Floats) -> Floats:
-            split_up = y.reshape(b, heads, t, size) if split_direct else mha_numpy.split_heads(y, heads)
+            split_up = y.reshape(b, heads, t, size) if split_direct else hand_split(y, heads)
             return split_up.astype(np.float64)
 
         q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
@@ -670,7 +682,7 @@ def test_fixed_forward_names_the_notebooks_head_count(problem: Problem) -> None:
 
 def test_fixed_forward_names_the_softmax_over_queries(problem: Problem) -> None:
     def by_columns(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
-        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        q, k, v = (hand_split(x @ m, heads) for m in (wq, wk, wv))
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
         return mha_numpy.merge_heads(mha_numpy.softmax(scores, axis=-2) @ v) @ wo
 
@@ -683,11 +695,67 @@ def test_fixed_forward_accepts_torch_float32(problem: Problem) -> None:
 
     def in_float32(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
         xt, qt, kt, vt, ot = (torch.from_numpy(m).float() for m in (x, wq, wk, wv, wo))
-        q, k, v = (mha_torch.split_heads(xt @ m, heads) for m in (qt, kt, vt))
-        out, _ = mha_torch.attention(q, k, v)
+        b, t, width = xt.shape
+        q, k, v = ((xt @ m).view(b, t, heads, -1).transpose(1, 2) for m in (qt, kt, vt))
+        out = torch.softmax(q @ k.transpose(-2, -1) / (width // heads) ** 0.5, dim=-1) @ v
         return mha_torch.merge_heads(out) @ ot
 
     assert check(in_float32, problem).ok
+
+
+def test_fixed_forward_refuses_the_librarys_split_and_attention(problem: Problem) -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    def numpy_steps(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        return mha_numpy.merge_heads(mha_numpy.attention(q, k, v)[0]) @ wo
+
+    def torch_attention(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        q, k, v = (torch.from_numpy(hand_split(x @ m, heads)) for m in (wq, wk, wv))
+        return mha_numpy.merge_heads(mha_torch.attention(q, k, v)[0].numpy()) @ wo
+
+    def private(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Any:
+        q, k, v = (hand_split(x @ m, heads) for m in (wq, wk, wv))
+        return mha_numpy.merge_heads(mha_numpy._attention(q, k, v, None)[0]) @ wo
+
+    assert_fails(check(numpy_steps, problem), "calls the library's split_heads")
+    assert_fails(check(torch_attention, problem), "calls the library's attention")
+    assert_fails(check(private, problem), "calls the library's _attention")
+
+
+def test_fixed_forward_names_an_interleaved_split(problem: Problem) -> None:
+    def interleaved(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
+        b, t, width = x.shape
+        q, k, v = ((x @ m).reshape(b, t, width // heads, heads).transpose(0, 3, 1, 2) for m in (wq, wk, wv))
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(width // heads)
+        result: Floats = mha_numpy.merge_heads(mha_numpy.softmax(scores) @ v) @ wo
+        return result
+
+    assert_fails(check(interleaved, problem), "the features are interleaved", "(B, T, d_h, h)")
+
+
+def test_time_major_merge_refuses_a_finished_merge(folded: Floats) -> None:
+    def library(f: Floats, n: int) -> Any:
+        return mha_numpy.merge_heads(f.reshape(-1, n, *f.shape[1:])).swapaxes(0, 1)
+
+    assert_fails(check_time_major_merge(library, folded, h), "calls the library's merge_heads")
+
+
+def test_linear_from_numpy_refuses_the_librarys_linear() -> None:
+    torch = pytest.importorskip("torch")
+    from lessons_lib import mha_torch
+
+    w = np.random.default_rng(4).uniform(-0.5, 0.5, size=(6, 18))
+    built = lambda m: mha_torch.linear(torch.from_numpy(m.T.copy()))  # noqa: E731
+    assert_fails(check_linear_from_numpy(built, w), "calls the library's linear")
+
+
+def test_head_contribution_names_columns_that_raise(heads_out: Floats, wo: Floats) -> None:
+    columns = lambda x, w, i: x[:, i] @ w[..., i * x.shape[-1] : (i + 1) * x.shape[-1]]  # noqa: E731
+    verdict = check_head_contribution(columns, heads_out, wo)
+    assert_fails(verdict, "COLUMNS of wo", "columns, not rows")
+    assert "matmul" not in verdict.message
 
 
 FORWARD_MISTAKES: list[tuple[str, Callable[..., Floats], tuple[str, ...]]] = [
@@ -712,7 +780,7 @@ def test_fixed_forward_names_a_split_fixed_for_some_of_q_k_v(problem: Problem) -
         def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
             b, t, width = x.shape
             size = width // heads
-            q, k, v = (y.reshape(b, heads, t, size) if name in direct else mha_numpy.split_heads(y, heads)
+            q, k, v = (y.reshape(b, heads, t, size) if name in direct else hand_split(y, heads)
                        for name, y in zip("qkv", (x @ wq, x @ wk, x @ wv), strict=True))
             scores = q @ np.swapaxes(k, -1, -2) / (size**0.5 if scaled else 1.0)
             result: Floats = mha_numpy.merge_heads(mha_numpy.softmax(scores) @ v) @ wo
@@ -727,7 +795,7 @@ def test_fixed_forward_names_a_split_fixed_for_some_of_q_k_v(problem: Problem) -
 
 def test_fixed_forward_names_a_4d_transpose(problem: Problem) -> None:
     def keys_t(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
-        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        q, k, v = (hand_split(x @ m, heads) for m in (wq, wk, wv))
         result: Floats = mha_numpy.merge_heads(mha_numpy.softmax(q @ k.T) @ v) @ wo
         return result
 
@@ -738,7 +806,7 @@ def test_fixed_forward_names_a_misplaced_scale_and_a_missing_projection(problem:
     def layer(scale_at: str) -> Callable[..., Floats]:
         def fixed_forward(x: Floats, wq: Floats, wk: Floats, wv: Floats, wo: Floats, heads: int) -> Floats:
             factor = (x.shape[-1] // heads) ** 0.5
-            q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+            q, k, v = (hand_split(x @ m, heads) for m in (wq, wk, wv))
             scores = q @ np.swapaxes(k, -1, -2)
             weights = {"weights": mha_numpy.softmax(scores) / factor, "times": mha_numpy.softmax(scores * factor),
                        "right": mha_numpy.softmax(scores / factor)}[scale_at if scale_at != "no W_o" else "right"]

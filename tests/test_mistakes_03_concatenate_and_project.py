@@ -7,7 +7,9 @@ of seed 0), the weights of ``numpy_layer`` (``init_weights(8, seed=0)``) and ``f
 layer or a function that ignores its arguments accepted as the fixed layer, ``np.concatenate`` of the
 array, the softmax over the query axis) and those of issue 27: the lesson's own ``merge`` handed in as
 the answer, another ``W_o`` than the one given, only some of q, k and v split right, ``.T`` on a 4-D
-array.
+array; and those of the blind trial: the interleaved split, a column block of ``W_o`` that raises, and
+the library helpers that do an exercise's work (``split_heads`` and ``attention`` in Your turn 4,
+``merge_heads`` in Your turn 5, ``mha_torch.linear`` in Your turn 3), which are refused.
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ def merged(heads: Any) -> Any:
 # ----- Your turn 4: a learner's fixed_forward, right or with one mistake ---------------------------
 def forward(split: str = "right", scale: str = "sqrt(d_h)", axis: int = -1, merge: str = "right",
             heads_used: int | None = None, key_dot_t: bool = False) -> Any:
-    """``split``: "right", "direct" (q, k and v), or the letters of those split by a direct reshape."""
-    direct = "qkv" if split == "direct" else "" if split == "right" else split
+    """``split``: "right", "direct" (q, k and v), "interleaved" (q, k and v reshaped to (B, T, d_h, h)),
+    or the letters of those split by a direct reshape."""
+    direct = "qkv" if split == "direct" else "" if split in ("right", "interleaved") else split
 
     def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
         n = heads if heads_used is None else heads_used
@@ -82,6 +85,8 @@ def forward(split: str = "right", scale: str = "sqrt(d_h)", axis: int = -1, merg
         size = width // n
 
         def cut(y: Any, name: str) -> Any:
+            if split == "interleaved":  # head i gets features i, i + h, ...
+                return y.reshape(b, t, size, n).transpose(0, 3, 1, 2)
             return y.reshape(b, n, t, size) if name in direct else y.reshape(b, t, n, size).transpose(0, 2, 1, 3)
 
         q, k, v = cut(x @ wq, "q"), cut(x @ wk, "k"), cut(x @ wv, "v")
@@ -154,15 +159,15 @@ def sequence_first(kind: str = "right") -> Any:
         rows, t, width = folded.shape
         b = rows // heads
         if kind == "batch first":
-            return mha_numpy.merge_heads(folded.reshape(b, heads, t, width))
+            return merged(folded.reshape(b, heads, t, width))
         if kind == "head-major":
-            return mha_numpy.merge_heads(folded.reshape(heads, b, t, width).swapaxes(0, 1)).swapaxes(0, 1)
+            return merged(folded.reshape(heads, b, t, width).swapaxes(0, 1)).swapaxes(0, 1)
         if kind == "direct":
             return folded.reshape(t, b, heads * width)
         if kind == "no reshape":
             return folded.swapaxes(0, 1)
         if kind == "reshape of batch first":
-            return mha_numpy.merge_heads(folded.reshape(b, heads, t, width)).reshape(t, b, heads * width)
+            return merged(folded.reshape(b, heads, t, width)).reshape(t, b, heads * width)
         if kind == "interleaved":
             return folded.reshape(b, heads, t, width).transpose(2, 0, 3, 1).reshape(t, b, heads * width)
         if kind == "hard-coded":
@@ -170,9 +175,9 @@ def sequence_first(kind: str = "right") -> Any:
         if kind == "notebook B":
             return folded.swapaxes(0, 1).reshape(t, B, -1)
         if kind == "heads reversed":
-            return mha_numpy.merge_heads(folded.reshape(b, heads, t, width)[:, ::-1]).swapaxes(0, 1)
-        if kind == "via merge_heads":
-            return mha_numpy.merge_heads(folded.reshape(b, heads, t, width)).swapaxes(0, 1)
+            return merged(folded.reshape(b, heads, t, width)[:, ::-1]).swapaxes(0, 1)
+        if kind == "unfold, transpose, reshape":
+            return folded.reshape(b, heads, t, width).transpose(2, 0, 1, 3).reshape(t, b, heads * width)
         if kind == "torch":
             return torch.from_numpy(folded).transpose(0, 1).reshape(t, b, heads * width)
         return folded.swapaxes(0, 1).reshape(t, b, heads * width)
@@ -190,10 +195,15 @@ def weight_assigned_a_tensor(w_in_out: Any) -> Any:
 def forward_scaled(where: str) -> Any:
     """A fixed_forward whose split is right but whose scale or projection is not."""
     def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
-        size = x.shape[-1] // heads
-        q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+        b, t, width = x.shape
+        size = width // heads
+
+        def cut(y: Any) -> Any:
+            return y.reshape(b, t, heads, size).transpose(0, 2, 1, 3)
+
+        q, k, v = (cut(x @ m) for m in (wq, wk, wv))
         if where == "k with wq":
-            k = mha_numpy.split_heads(x @ wq, heads)
+            k = cut(x @ wq)
         scores = q @ (k if where == "q @ k" else np.swapaxes(k, -1, -2))
         if where == "wo.T":
             wo = wo.T
@@ -239,6 +249,14 @@ def linear(transpose: bool = True, bias: bool = False, swap: bool = False, no_gr
     return linear_from_numpy
 
 
+def loaded(w_in_out: Any, transpose: bool = True) -> Any:
+    """The Predict's way of filling a layer, load_state_dict, with or without the transpose."""
+    n_in, n_out = w_in_out.shape
+    layer = nn.Linear(n_in, n_out, bias=False).double()
+    layer.load_state_dict({"weight": torch.from_numpy(w_in_out.T if transpose else w_in_out)})
+    return layer
+
+
 def linear_untransposed_parameter(w_in_out: Any) -> Any:
     n_in, n_out = w_in_out.shape
     layer = nn.Linear(n_in, n_out, bias=False)
@@ -251,6 +269,23 @@ def linear_by_data(w_in_out: Any) -> Any:
     layer = nn.Linear(n_in, n_out, bias=False)
     layer.weight.data = torch.from_numpy(w_in_out.T.copy()).float()
     return layer
+
+
+def forward_with_library_steps(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+    q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
+    return mha_numpy.merge_heads(mha_numpy.attention(q, k, v)[0]) @ wo
+
+
+def forward_in_torch(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+    xt, qt, kt, vt, ot = (torch.from_numpy(m).float() for m in (x, wq, wk, wv, wo))
+    q, k, v = (mha_torch.split_heads(xt @ m, heads) for m in (qt, kt, vt))
+    return mha_torch.merge_heads(mha_torch.attention(q, k, v)[0]) @ ot
+
+
+def forward_with_library_attention(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+    b, t, _ = x.shape
+    q, k, v = ((x @ m).reshape(b, t, heads, -1).transpose(0, 2, 1, 3) for m in (wq, wk, wv))
+    return mha_numpy.merge_heads(mha_numpy.attention(q, k, v)[0]) @ wo
 
 
 MISTAKES: list[Mistake] = [
@@ -300,8 +335,15 @@ MISTAKES: list[Mistake] = [
     Mistake("03 YT1 merge by hand", "the figure's merge_blocks, sequence by sequence",
             merge_check(lambda a: np.stack([head_merge.merge_blocks(s)[0] for s in a])), "merge_blocks"),
     # Your turn 2: one head's share of the output
-    Mistake("03 YT2 head contribution", "a block of columns of W_o (raises)", contributes("columns"),
-            "meet d_h rows of wo"),
+    Mistake("03 YT2 head contribution", "a block of columns of W_o (raises; blind trial)", contributes("columns"),
+            "columns, not rows"),
+    Mistake("03 YT2 head contribution", "W_o cut with np.split(wo, h, axis=1), columns (raises)",
+            contribution_check(lambda a, w, i: a[:, i] @ np.split(w, a.shape[1], axis=1)[i]), "columns, not rows"),
+    Mistake("03 YT2 head contribution", "W_o cut with np.hsplit, columns (raises)",
+            contribution_check(lambda a, w, i: a[:, i] @ np.hsplit(w, a.shape[1])[i]), "columns, not rows"),
+    Mistake("03 YT2 head contribution", "a block of columns of W_o, written with ... (raises)",
+            contribution_check(lambda a, w, i: a[:, i] @ w[..., i * a.shape[-1]:(i + 1) * a.shape[-1]]),
+            "columns, not rows"),
     Mistake("03 YT2 head contribution", "rows of W_o transposed", contributes("transposed"),
             "W_o is transposed"),
     Mistake("03 YT2 head contribution", "the next head's rows (counted from 1)", contributes("next head"),
@@ -351,6 +393,10 @@ MISTAKES: list[Mistake] = [
             "inside `with torch.no_grad():`"),
     Mistake("03 YT3 nn.Linear from NumPy", "built from the notebook's w_wide", linear_check(linear(from_notebook=True)),
             "not from the notebook's w_wide"),
+    Mistake("03 YT3 nn.Linear from NumPy", "load_state_dict of the matrix as it is, as the Predict did (raises)",
+            linear_check(lambda w: loaded(w, transpose=False)), "copied in the shape they have"),
+    Mistake("03 YT3 nn.Linear from NumPy", "a call of mha_torch.linear (blind trial)",
+            linear_check(lambda w: mha_torch.linear(torch.from_numpy(w.T.copy()))), "calls the library's linear"),
     Mistake("03 YT3 nn.Linear from NumPy", "returned the weight, not the layer",
             linear_check(linear(return_weight=True)), "expected an nn.Linear layer"),
     # Your turn 4: the fixed layer
@@ -384,6 +430,16 @@ MISTAKES: list[Mistake] = [
             "reverses all four axes"),
     Mistake("03 YT4 fixed layer", "the library layer (issue 19)", fixed_check(library_layer),
             "calls the library's MultiHead"),
+    Mistake("03 YT4 fixed layer", "split interleaved, (B, T, d_h, h) (blind trial)",
+            fixed_check(forward(split="interleaved")), "the features are interleaved"),
+    Mistake("03 YT4 fixed layer", "split interleaved and the scale missing",
+            fixed_check(forward(split="interleaved", scale="none")), "the features are interleaved"),
+    Mistake("03 YT4 fixed layer", "the library's split, attention and merge (blind trial)",
+            fixed_check(forward_with_library_steps), "calls the library's split_heads"),
+    Mistake("03 YT4 fixed layer", "the library's split and attention in torch",
+            fixed_check(forward_in_torch), "calls the library's split_heads"),
+    Mistake("03 YT4 fixed layer", "split by hand, then the library's attention",
+            fixed_check(forward_with_library_attention), "calls the library's attention"),
     Mistake("03 YT4 fixed layer", "returns numpy_layer(x)[0] whatever it is given (issue 19)",
             fixed_check(notebook_answer), "same output whatever it is given"),
     Mistake("03 YT4 fixed layer", "the notebook's layer on the given x", fixed_check(notebook_output),
@@ -406,7 +462,7 @@ MISTAKES: list[Mistake] = [
     Mistake("03 YT5 sequence-first merge", "heads in reverse order",
             merges_first("heads reversed"), "reverse order"),
     Mistake("03 YT5 sequence-first merge", "unfolded as (h, B), right only when B = h",
-            sequence_first_check(lambda f, n: mha_numpy.merge_heads(f.reshape(n, -1, *f.shape[1:])).swapaxes(0, 1)),
+            sequence_first_check(lambda f, n: merged(f.reshape(n, -1, *f.shape[1:])).swapaxes(0, 1)),
             "unfolded the folded axis as (h, B)"),
     Mistake("03 YT5 sequence-first merge", "the sequences glued too: (T, B*D)",
             sequence_first_check(lambda f, n: f.swapaxes(0, 1).reshape(f.shape[1], -1)), "glued together too"),
@@ -415,20 +471,41 @@ MISTAKES: list[Mistake] = [
             "the last two axes are swapped"),
     Mistake("03 YT5 sequence-first merge", "sizes (4, 2, 8) hard-coded", merges_first("hard-coded"),
             "sizes hard-coded"),
+    Mistake("03 YT5 sequence-first merge", "unfold, merge_heads, swap B and T (blind trial)",
+            sequence_first_check(
+                lambda f, n: mha_numpy.merge_heads(f.reshape(len(f) // n, n, *f.shape[1:])).swapaxes(0, 1)),
+            "calls the library's merge_heads"),
+    Mistake("03 YT5 sequence-first merge", "unfold, the lesson's merge, swap B and T",
+            sequence_first_check(lambda f, n: merge(f.reshape(len(f) // n, n, *f.shape[1:])).swapaxes(0, 1)),
+            "calls the lesson's merge"),
     Mistake("03 YT5 sequence-first merge", "the notebook's B", merges_first("notebook B"),
             "sizes hard-coded"),
 ]
 
 
-def forward_with_library_steps(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
-    q, k, v = (mha_numpy.split_heads(x @ m, heads) for m in (wq, wk, wv))
-    return mha_numpy.merge_heads(mha_numpy.attention(q, k, v)[0]) @ wo
+def forward_repaired_body(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+    """The solution: one_function_forward's body with both bugs repaired."""
+    b, t, width = x.shape
+    size = width // heads
+    q, k, v = ((x @ m).reshape(b, t, heads, size).transpose(0, 2, 1, 3) for m in (wq, wk, wv))
+    weights = mha_numpy.softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(size), axis=-1)
+    return mha_numpy.merge_heads(weights @ v) @ wo
 
 
-def forward_in_torch(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+def forward_by_hand_in_torch(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
     xt, qt, kt, vt, ot = (torch.from_numpy(m).float() for m in (x, wq, wk, wv, wo))
-    q, k, v = (mha_torch.split_heads(xt @ m, heads) for m in (qt, kt, vt))
-    return mha_torch.merge_heads(mha_torch.attention(q, k, v)[0]) @ ot
+    b, t, width = xt.shape
+    q, k, v = ((xt @ m).view(b, t, heads, -1).transpose(1, 2) for m in (qt, kt, vt))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / (width // heads) ** 0.5, dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(b, t, width) @ ot
+
+
+def forward_by_einsum(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+    b, t, width = x.shape
+    q, k, v = (np.moveaxis((x @ m).reshape(b, t, heads, -1), 2, 1) for m in (wq, wk, wv))
+    scores = np.einsum("bhtd,bhsd->bhts", q, k) / np.sqrt(width // heads)
+    out = np.einsum("bhts,bhsd->bhtd", mha_numpy.softmax(scores), v)
+    return np.moveaxis(out, 1, 2).reshape(b, t, width) @ wo
 
 
 def linear_by_parameter(w_in_out: Any) -> Any:
@@ -452,6 +529,11 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("03 YT2 head contribution", "head i @ its rows of W_o", contributes()),
     RightAnswer("03 YT2 head contribution", "the other heads zeroed, merged, projected",
                 contributes("zeroed, merged")),
+    RightAnswer("03 YT2 head contribution", "the other heads zeroed, mha_numpy.merge_heads (allowed), projected",
+                contribution_check(lambda a, w, i: mha_numpy.merge_heads(
+                    np.where(np.arange(a.shape[1])[:, None, None] == i, a, 0.0)) @ w)),
+    RightAnswer("03 YT2 head contribution", "W_o cut with np.split along the rows",
+                contribution_check(lambda a, w, i: a[:, i] @ np.split(w, a.shape[1])[i])),
     RightAnswer("03 YT2 head contribution", "einsum over the row blocks",
                 contribution_check(lambda a, w, i: np.einsum("btj,jo->bto", a[:, i], w.reshape(
                     a.shape[1], a.shape[-1], -1)[i]))),
@@ -460,14 +542,16 @@ RIGHT: list[RightAnswer] = [
                     w[i * a.shape[-1]:(i + 1) * a.shape[-1]]).float())),
     RightAnswer("03 YT3 nn.Linear from NumPy", "copy_ of the transpose in float64", linear_check(linear())),
     RightAnswer("03 YT3 nn.Linear from NumPy", "a new float32 Parameter", linear_check(linear_by_parameter)),
+    RightAnswer("03 YT3 nn.Linear from NumPy", "load_state_dict of the transpose", linear_check(loaded)),
     RightAnswer("03 YT3 nn.Linear from NumPy", "weight.data assigned, float32", linear_check(linear_by_data)),
     RightAnswer("03 YT4 fixed layer", "both bugs fixed", fixed_check(forward())),
-    RightAnswer("03 YT4 fixed layer", "the library's split, attention and merge",
-                fixed_check(forward_with_library_steps)),
-    RightAnswer("03 YT4 fixed layer", "the same steps in float32 torch", fixed_check(forward_in_torch)),
+    RightAnswer("03 YT4 fixed layer", "the body repaired, its softmax and merge_heads kept",
+                fixed_check(forward_repaired_body)),
+    RightAnswer("03 YT4 fixed layer", "the same steps by hand in float32 torch", fixed_check(forward_by_hand_in_torch)),
+    RightAnswer("03 YT4 fixed layer", "einsum and moveaxis", fixed_check(forward_by_einsum)),
     RightAnswer("03 YT5 sequence-first merge", "swapaxes and reshape", merges_first()),
-    RightAnswer("03 YT5 sequence-first merge", "unfold, merge_heads, swap B and T",
-                merges_first("via merge_heads")),
+    RightAnswer("03 YT5 sequence-first merge", "unfold to (B, h, T, d_h), one transpose, reshape",
+                merges_first("unfold, transpose, reshape")),
     RightAnswer("03 YT5 sequence-first merge", "torch transpose and reshape", merges_first("torch")),
 ]
 

@@ -13,21 +13,25 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
   ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
 - `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
-  every ``i`` and on other sizes; columns of ``W_o`` instead of rows, the rows of another head (one
-  place off, every h-th row, always head 0's), ``W_o`` transposed or missing, the whole output or
-  an equal share of it, another ``W_o`` than the one given, sizes hard-coded.
+  every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises),
+  the rows of another head (one place off, every h-th row, always head 0's), ``W_o`` transposed or
+  missing, the whole output or an equal share of it, another ``W_o`` than the one given, sizes
+  hard-coded.
 - `check_time_major_merge`: the heads folded into the batch axis, ``(B*h, T, d_h)`` (row ``b*h + i``),
   merged into the sequence-first ``(T, B, D)``: the fold read head-major, the batch-first result, a
-  direct reshape, the transpose missing, sizes hard-coded.
+  direct reshape, the transpose missing, sizes hard-coded; a call of a finished merge (as in Your turn 1)
+  is refused.
 - `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``
   (the function tried on a second matrix); the copy without transposing, a bias, the copy outside
-  ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument.
+  ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument; a call of
+  ``mha_torch.linear`` is refused.
 - `check_fixed_forward`: the repaired broken layer, tried on the lesson's problem and on two more of
   other sizes and weights; which bug remains (the direct-reshape split, also for only some of q, k
-  and v, the unscaled scores), the scale after the softmax or multiplied, q @ k with k unswapped,
+  and v, the unscaled scores, the interleaved split), the scale after the softmax or multiplied, q @ k with k unswapped,
   k or v projected with the wrong weight, ``W_o`` missing or transposed, ``.T`` on 4-D keys, a wrong
   scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
-  function that ignores its arguments, a call of the library's layer.
+  function that ignores its arguments; a call of the library's split, attention or layer is refused
+  (the body's softmax and merge_heads may stay).
 
 The mask exercise of ``nn.MultiheadAttention`` moved to `lessons_lib.checks.matching_pytorch` (lesson 04).
 
@@ -96,8 +100,9 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
          f"the heads sit side by side in (B, T, h, d_h) = {answer.shape}, but they are not yet "
          f"glued into one row of D features: the reshape to (B, T, D) is missing"),
         (lambda: heads.reshape(B, T, h * d_h),
-         "direct reshape without transposing back: reshaping (B, h, T, d_h) straight to (B, T, D) "
-         "gives the right shape, but each row then holds several tokens of one head"),
+         "direct reshape: you reshaped (B, h, T, d_h) straight to (B, T, D) (maybe through (B, T, h, d_h)) "
+         "without moving any axis first, and that is not the merge. Run your function on labels and compare "
+         "token 0's row with the one the statement asks for"),
         (lambda: heads.transpose(0, 2, 3, 1).reshape(B, T, h * d_h),
          "the features are interleaved: you moved the head axis last, (B, T, d_h, h), before the "
          "reshape, so the features of different heads alternate instead of staying in blocks"),
@@ -115,8 +120,8 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
          f"you returned the h head blocks one after another, shape (h, B, T, d_h) = {answer.shape}: they must be "
          "glued side by side into one row of D features per token"),
         (lambda: heads.swapaxes(0, 1).reshape(B, T, h * d_h),
-         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2), "
-         "so each row still holds several tokens"),
+         "you swapped the batch axis and the head axis (0 and 1), not the head axis and the token axis (1 and 2): "
+         "a row must gather the heads of one token"),
         (lambda: heads.transpose(2, 0, 1, 3).reshape(T, B, h * d_h),
          f"token first, (T, B, D) = {answer.shape}: the heads are glued right, but the batch axis must stay first, "
          "(B, T, D)"),
@@ -138,12 +143,13 @@ def _merge_verdict(question: str, merged: Any, heads: Floats) -> Verdict:
 def _refused_merge(question: str, function: Any) -> Verdict | None:
     """A failed `Verdict` when ``function`` hands the merge to a finished one: the library's
     ``merge_heads`` (NumPy or torch), its private twin, the figure's ``merge_blocks``, this module's
-    ``_merge``, or the lesson's own ``merge`` (defined in the notebook after the exercise)."""
+    ``_merge``, or the lesson's own ``merge`` (defined in the notebook after Your turn 1).
+    Your turns 1 and 5 both ask for a merge, so both refuse them."""
     refused = forbidden_call(question, function, "merge_heads", "_merge_heads", "merge_blocks", "_merge")
     if refused is not None:
         return refused
     if uses_name(function, "merge", home=None):
-        return failed(question, "your function calls the lesson's merge, which is the function this exercise asks "
+        return failed(question, "your function calls the lesson's merge, which does the merge this exercise asks "
                                 "you to write: build it from NumPy operations yourself")
     return None
 
@@ -315,6 +321,44 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
     return first_match(answer, candidates)
 
 
+class _IndexLog(np.ndarray):  # type: ignore[type-arg]
+    """An array that notes every index it is read with (only the array itself, not its views)."""
+
+    log: list[Any]
+
+    def __getitem__(self, key: Any) -> Any:
+        if getattr(self, "log", None) is not None:
+            self.log.append(key)
+        return np.asarray(self)[key]
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if getattr(self, "log", None) is not None and func.__name__ in ("split", "array_split", "hsplit"):
+            axis = 1 if func.__name__ == "hsplit" else kwargs.get("axis", args[2] if len(args) > 2 else 0)
+            self.log.append(("split", axis))
+        return super().__array_function__(func, types, args, kwargs)
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.log = None  # type: ignore[assignment]  # views and results log nothing
+
+
+def _slices_columns(contribution: Any, heads: Floats, w: Floats, i: int) -> bool:
+    """Whether ``contribution(heads, w, i)`` reads ``w`` as ``w[:, a:b]``, a block of columns (run once
+    more on a ``w`` that logs its indices; whatever the run raises is ignored)."""
+    logged = w.copy().view(_IndexLog)
+    logged.log = []
+    try:
+        contribution(heads.copy(), logged, i)
+    except Exception:  # the learner's code raised before: expected
+        pass
+    for key in logged.log:
+        if isinstance(key, tuple) and key[:1] == ("split",) and key[1] in (1, -1):
+            return True  # np.split(wo, h, axis=1), np.hsplit(wo, h)
+        if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], slice)
+                and (key[0] is Ellipsis or key[0] == slice(None))):
+            return True
+    return False
+
+
 # Extra (B, h, T, d_h) problems for `check_head_contribution`: first one of the given sizes with new
 # numbers and a new W_o (which tells a function that uses the notebook's wo from one that hard-codes
 # a size), then the shapes `MERGE_SHAPES`, which the lesson does not hold.
@@ -339,6 +383,13 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
         for i in range(problem.shape[1]):
             result = function_answer(question, contribution, (problem.copy(), matrix.copy(), i), what)
             if isinstance(result, Verdict) and trial == 0 and result.answered and "raised" in result.message:
+                if _slices_columns(contribution, problem, matrix, i):
+                    return failed(question, f"for i = {i}: you sliced a block of COLUMNS of wo, wo[:, ...]: columns, "
+                                            "not rows. In the product of the merged row with W_o, feature j of the "
+                                            "merged row meets ROW j of W_o, so head i's d_h features meet d_h rows "
+                                            "of wo, each with all D columns (that is why the product failed: head "
+                                            f"i's features are (B, T, d_h) = {problem[:, i].shape}, and a column "
+                                            f"block has D = {matrix.shape[0]} rows)")
                 return failed(question, f"for i = {i}: {result.message} (heads_out[:, i] is (B, T, d_h) = "
                                         f"{problem[:, i].shape} and wo is (D, D) = {matrix.shape}; heads are counted "
                                         "from 0, and head i's d_h features meet d_h rows of wo)")
@@ -443,6 +494,10 @@ def check_time_major_merge(merge: Any, folded: Any, heads: Any) -> Verdict:
     given = reference_array("folded", folded, "(B*h, T, d_h)", rank=3)
     if not isinstance(heads, (int, np.integer)) or heads < 1 or given.shape[0] % heads:
         raise ValueError(f"heads must be a positive int dividing folded.shape[0] = {given.shape[0]}, got {heads!r}")
+    if merge is not None:
+        refused = _refused_merge(question, merge)
+        if refused is not None:
+            return refused
     rng = np.random.default_rng(11)
     problems = [(given, int(heads))]
     problems += [(rng.normal(size=(b * n, t, w)), n) for b, n, t, w in TIME_MAJOR_SHAPES]
@@ -501,6 +556,10 @@ def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
     tried on ``w_in_out`` and on a second matrix of another shape, so the argument must be used."""
     question = "nn.Linear from NumPy"
     w = reference_array("w_in_out", w_in_out, "(in_features, out_features)", rank=2)
+    if linear_from_numpy is not None:
+        refused = forbidden_call(question, linear_from_numpy, "linear")
+        if refused is not None:
+            return refused
     other = np.random.default_rng(5).uniform(-1.0, 1.0, size=(w.shape[1] + 1, w.shape[0] + 2))
     first: Verdict | None = None
     for matrix in (w, other):
@@ -529,6 +588,11 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
             return failed(question, f"{layer.message}: autograd refuses to overwrite a trainable weight in place; "
                                     "do the copy inside `with torch.no_grad():`")
         shapes = f"nn.Linear's weight is (out_features, in_features), w_in_out is (in, out) = {w.shape}"
+        if "size mismatch" in layer.message or ("must match" in layer.message and "size" in layer.message):
+            kind = layer.message.removeprefix("your function raised ").split(":")[0]
+            return failed(question, f"your function raised {kind}: the numbers, copied in the shape they have, do "
+                                    f"not fit the layer's weight. {shapes}, and nn.Linear({w.shape[0]}, {w.shape[1]}) "
+                                    f"holds a {w.shape[::-1]} weight")
         return failed(question, f"{layer.message} ({shapes})")
     if isinstance(layer, Verdict):
         return layer
@@ -543,11 +607,12 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = False, scale: float | None = None,
            direct_merge: bool = False, axis: int = -1, after: float = 1.0, project: bool = True,
-           keys_swapped: bool = True) -> Floats:
+           keys_swapped: bool = True, interleaved: str = "") -> Floats:
     """Self-attention ``x (B, T, D) -> (B, T, D)`` with weights ``[wq, wk, wv, wo]``, right or with known bugs.
 
     ``direct_split``: True for the direct-reshape split of q, k and v, or the letters of those split so
-    (``"v"``: only v)."""
+    (``"v"``: only v). ``interleaved``: the letters of those split as ``(B, T, d_h, h)``, so that head
+    ``i`` gets every h-th feature."""
     B, T, D = x.shape
     d_h = D // heads
     direct = "qkv" if direct_split is True else direct_split or ""
@@ -555,6 +620,8 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = Fa
     def split(y: Floats, name: str) -> Floats:  # (B, T, D) -> (B, h, T, d_h)
         if name in direct:
             return y.reshape(B, heads, T, d_h)
+        if name in interleaved:  # head i gets features i, i + h, i + 2h, ...
+            return y.reshape(B, T, d_h, heads).transpose(0, 3, 1, 2)
         return y.reshape(B, T, heads, d_h).transpose(0, 2, 1, 3)
 
     q, k, v = split(x @ w[0], "q"), split(x @ w[1], "k"), split(x @ w[2], "v")
@@ -595,6 +662,11 @@ def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str
         (lambda: _layer(xs, w, h, direct_split=True, scale=1.0), f"both bugs remain: {split_bug}, and {scale_bug}"),
         (lambda: _layer(xs, w, h, scale=1.0), f"the split is fixed; one bug remains: {scale_bug}"),
         (lambda: _layer(xs, w, h, direct_split=True), f"the scale is fixed; one bug remains: {split_bug}"),
+        *[(lambda scale=scale: _layer(xs, w, h, scale=scale, interleaved="qkv"),
+           f"the features are interleaved: reshaping to (B, T, d_h, h) before moving the head axis gives head i "
+           f"the features i, i + h, i + 2h, ... instead of its block of d_h neighbours, features i*d_h to "
+           f"(i+1)*d_h - 1; reshape to (B, T, h, d_h), then transpose{'' if scale is None else '; and ' + scale_bug}")
+          for scale in (None, 1.0)],
         *[(lambda letters=letters, scale=scale: _layer(xs, w, h, direct_split=letters, scale=scale),
            _split_of(letters) + ("" if scale is None else f"; and {scale_bug}"))
           for letters in ("v", "q", "k", "qk", "qv", "kv") for scale in (None, 1.0)],
@@ -633,6 +705,11 @@ def _split_of(letters: str) -> str:
             f"reshape (B, T, D) -> (B, h, T, d_h), which gives each head rows of several tokens: fix every split")
 
 
+# What Your turn 4 refuses: the library's helpers that do the repair (the split and the scaled
+# attention), their private twins, and the finished layer. The body's softmax and merge_heads stay.
+FIXED_FORWARD_REFUSED = ("split_heads", "_split_heads", "attention", "_attention", "MultiHead")
+
+
 def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: Any) -> Verdict:
     """Question "fixed layer": ``forward(x, wq, wk, wv, wo, heads)`` for ``x (B, T, D)``, weights (D, D).
 
@@ -646,7 +723,7 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
     if any(m.shape != (D, D) for m in w) or not isinstance(heads, (int, np.integer)) or heads < 1 or D % heads:
         raise ValueError(f"the weights must be (D, D) = {(D, D)} and heads must divide D = {D}")
     if forward is not None:
-        refused = forbidden_call(question, forward, "MultiHead")
+        refused = forbidden_call(question, forward, *FIXED_FORWARD_REFUSED)
         if refused is not None:
             return refused
     first_answer: Floats | None = None

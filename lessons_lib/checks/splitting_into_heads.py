@@ -246,6 +246,9 @@ def _first_difference(got: NDArray[Any], want: Labels, sizes: tuple[int, int, in
     return f"at [{at}] expected {describe_label(want[index], *sizes)} but found {describe_label(got[index], *sizes)}"
 
 
+LESSON_D, LESSON_H = 8, 2  # the sizes lesson 02's kernel holds (its B=2, T=4, D=8, h=2, d_h=4)
+
+
 def _hard_coded(verdict: Verdict, case: int) -> Verdict:
     """``verdict`` for a later case of `SPLIT_CASES`, told as a function right on the first size only."""
     if not verdict.answered:
@@ -260,8 +263,8 @@ def _hard_coded(verdict: Verdict, case: int) -> Verdict:
     B, T, D, heads = SPLIT_CASES[case]
     return failed(verdict.question, f"sizes hard-coded? Right for {sizes}, but not for B={B}, T={T}, D={D}, "
                                     f"h={heads} (d_h = {D // heads}): {verdict.message}. Read every size from the "
-                                    "argument's shape (and d_h = D // heads): a d_h = 4, T or h copied from the "
-                                    "notebook fits the notebook's sizes only")
+                                    "argument's shape (a split's d_h is D // heads): a d_h = 4, T or h copied from "
+                                    "the notebook fits the notebook's sizes only")
 
 
 def _raised_advice(message: str) -> str:
@@ -462,7 +465,8 @@ def check_head_width(d_h: Any) -> Verdict:
         (h / D, "you divided h by D, which gives a fraction of one feature; the heads share the D features"),
         (D, f"{D} is D, the width of all heads together; one head gets an equal share of it"),
         (h, f"{h} is h, the number of heads, not the width of one head"),
-        (D % h, f"{D % h} is D % h, the remainder: it says that h divides D, not how wide one head is"),
+        (D % h, f"got {D % h}: that is what h // D gives (h divided by D rounds down to 0) and what D % h, the "
+                "remainder, gives (it says that h divides D); one head's width is the D features shared by h heads"),
         (D - h, "you subtracted h from D; the heads share the D features between them equally"),
     ])
     if mistake is not None:
@@ -472,6 +476,10 @@ def check_head_width(d_h: Any) -> Verdict:
         return count
     if count == D // h:
         return passed(question, f"d_h = D / h = {D} / {h} = {D // h}")
+    if count == LESSON_D // LESSON_H:
+        return failed(question, f"got {count} = {LESSON_D} // {LESSON_H}: those are the notebook's D and h, the "
+                                f"sizes of this lesson's small layer. The question's layer has D = {D} features "
+                                f"and h = {h} heads")
     if 1 < count < D and D % count == 0:
         return failed(question, f"got {count} = {D} / {D // count}: you divided by the wrong number. There are "
                                 f"h = {h} heads here (not {D // count}), and each gets an equal share of the "

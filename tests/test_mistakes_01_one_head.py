@@ -292,11 +292,14 @@ MISTAKES: list[Mistake] = [
     Mistake("01 YT4 weights", "blocked scores -1 (weight left on them)",
             weights(np.where(nothing, 0.0, softmax(np.where(allowed_c, scores_c, -1.0)))),
             "some blocked positions get weight"),
+    Mistake("01 YT1 scores", "a loop over the batch building nested lists", scores((raw / 2).tolist()),
+            "but a Python list"),
+    Mistake("01 YT1 scores", "each sequence's queries against the other sequence's keys",
+            scores(qc @ np.swapaxes(kc[::-1], -1, -2) / math.sqrt(d)), "met the keys of sequence 1"),
 ]
 
 RIGHT: list[RightAnswer] = [
     RightAnswer("01 YT1 scores", "float32", scores((raw / 2).astype(np.float32))),
-    RightAnswer("01 YT1 scores", "nested lists", scores((raw / 2).tolist())),
     RightAnswer("01 YT1 scores", "einsum", scores(np.einsum("btd,bsd->bts", qc, kc) / d**0.5)),
     RightAnswer("01 YT1 scores", "transpose(0, 2, 1)", scores(qc @ kc.transpose(0, 2, 1) / math.sqrt(d))),
     RightAnswer("01 YT1 scores", "np.matmul and a loop stacked",

@@ -95,6 +95,26 @@ def _layout(ndim: int, last: str) -> str:
     return f"({last})" if ndim == 2 else f"(B, {last})" if ndim == 3 else f"(..., {last})"
 
 
+def _other_sequences_keys(a: Any, q: Any, k: Any) -> str | None:
+    """When every sequence's scores are its queries against the keys of some sequence, and not always
+    its own: which sequence met whose keys (None otherwise)."""
+    T, d = q.shape[-2:]
+    S = k.shape[-2]
+    flat_a, flat_q, flat_k = a.reshape(-1, T, S), q.reshape(-1, T, d), k.reshape(-1, S, d)
+    partner = []
+    for b in range(flat_q.shape[0]):
+        found = [c for c in range(flat_k.shape[0]) if same(flat_a[b], flat_q[b] @ flat_k[c].T / math.sqrt(d))]
+        if not found:
+            return None
+        partner.append(found[0])
+    wrong = [(b, c) for b, c in enumerate(partner) if c != b]
+    if not wrong:
+        return None
+    b, c = wrong[0]
+    return (f"the queries of sequence {b} met the keys of sequence {c}: each sequence's queries must meet its own "
+            "keys, so keep the batch axes of q and k in the same order and swap only the last two axes of k")
+
+
 def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
     """Question "scores": the scaled scores of queries ``q (..., T, d)`` against keys ``k (..., S, d)``.
 
@@ -112,6 +132,10 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
         return a
     T, d = qf.shape[-2:]
     S = kf.shape[-2]
+    if isinstance(answer, (list, tuple)) and raw.ndim > 2:  # a batch built by a loop
+        numbers = "right numbers" if same(a, raw / math.sqrt(d)) else "a list"
+        return failed(question, f"{numbers}, but a Python {type(answer).__name__}: the question asks for one NumPy "
+                                "array, computed for every sequence at once (no loop over the batch, no .T)")
     if same(a, raw / math.sqrt(d)):
         how = "q @ k.T" if raw.ndim == 2 else "q @ (k with its last two axes swapped)"
         return passed(question, f"scores = {how} / sqrt(d) with d={d}; shape {layout} = {raw.shape}")
@@ -164,6 +188,8 @@ def check_scores(answer: Any, q: Any, k: Any) -> Verdict:
              f"batch) and forgot the scale; each sequence's queries meet only its own keys, shape {raw.shape}"),
         ]
     mistake = first_match(a, candidates)
+    if mistake is None and batched and a.shape == raw.shape:
+        mistake = _other_sequences_keys(a, qf, kf)
     if mistake is None and batched and a.ndim == raw.ndim and a.shape != raw.shape:
         for order in itertools.permutations(range(raw.ndim)):
             if same(a, np.transpose(raw, order) / math.sqrt(d)):

@@ -438,6 +438,8 @@ def test_forbidden_call_finds_every_way_of_calling_the_library() -> None:
     for function in (by_attribute, by_alias, in_a_lambda, mha_numpy.split_heads):
         assert_failed(forbidden_call("q", function, "merge_heads", "split_heads"), wording)
     assert forbidden_call("q", own_work, "split_heads") is None
+    repair = forbidden_call("q", by_attribute, "split_heads", why="which does a step you are asked to repair")
+    assert_failed(repair, "your function calls the library's split_heads, which does a step you are asked to repair")
 
     def split_heads(x: Any, h: int) -> Any:  # the learner's own function may share the library's name
         return x

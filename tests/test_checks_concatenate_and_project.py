@@ -562,7 +562,7 @@ def test_linear_from_numpy_correct(w_wide: Floats) -> None:
     torch = pytest.importorskip("torch")
     verdict = check_linear_from_numpy(make_linear(dtype=torch.float64), w_wide)
     assert_passes(verdict, "(out_features, in_features) = (18, 6)")
-    assert check_linear_from_numpy(make_linear(), w_wide).ok  # float32 layer: close enough
+    assert_fails(check_linear_from_numpy(make_linear(), w_wide), "default dtype is float32")  # float64 required
 
 
 def test_linear_from_numpy_layer_computes_x_at_w(w_wide: Floats) -> None:

@@ -7,9 +7,12 @@ of seed 0), the weights of ``numpy_layer`` (``init_weights(8, seed=0)``) and ``f
 layer or a function that ignores its arguments accepted as the fixed layer, ``np.concatenate`` of the
 array, the softmax over the query axis) and those of issue 27: the lesson's own ``merge`` handed in as
 the answer, another ``W_o`` than the one given, only some of q, k and v split right, ``.T`` on a 4-D
-array; and those of the blind trial: the interleaved split, a column block of ``W_o`` that raises, and
+array; those of the first blind trial: the interleaved split, a column block of ``W_o`` that raises, and
 the library helpers that do an exercise's work (``split_heads`` and ``attention`` in Your turn 4,
-``merge_heads`` in Your turn 5, ``mha_torch.linear`` in Your turn 3), which are refused.
+``merge_heads`` in Your turn 5, ``mha_torch.linear`` in Your turn 3), which are refused; and those of
+the second: head i's features read interleaved in Your turn 2, ``nn.Linear(8, 24)`` hard-coded and a
+float32 layer in Your turn 3 (float64 is required), the split reshaped to ``(B, T, h, d_h)`` and never
+transposed in Your turn 4.
 """
 
 from __future__ import annotations
@@ -264,10 +267,59 @@ def linear_untransposed_parameter(w_in_out: Any) -> Any:
     return layer
 
 
-def linear_by_data(w_in_out: Any) -> Any:
+def linear_by_data(w_in_out: Any, dtype: torch.dtype = torch.float64) -> Any:
     n_in, n_out = w_in_out.shape
-    layer = nn.Linear(n_in, n_out, bias=False)
-    layer.weight.data = torch.from_numpy(w_in_out.T.copy()).float()
+    layer = nn.Linear(n_in, n_out, bias=False, dtype=dtype)
+    layer.weight.data = torch.from_numpy(w_in_out.T.copy()).to(dtype)
+    return layer
+
+
+def linear_in_float32(w_in_out: Any) -> Any:
+    n_in, n_out = w_in_out.shape
+    layer = nn.Linear(n_in, n_out, bias=False)  # no dtype: float32
+    with torch.no_grad():
+        layer.weight.copy_(torch.from_numpy(w_in_out.T))
+    return layer
+
+
+def linear_hard_coded(w_in_out: Any) -> Any:
+    layer = nn.Linear(8, 24, bias=False, dtype=torch.float64)  # the sizes of w_wide, written in
+    with torch.no_grad():
+        layer.weight.copy_(torch.from_numpy(w_in_out.T))
+    return layer
+
+
+def linear_hard_coded_replaced(w_in_out: Any) -> Any:
+    layer = nn.Linear(8, 24, bias=False, dtype=torch.float64)  # w_wide's sizes, then a new weight
+    layer.weight = nn.Parameter(torch.from_numpy(w_in_out.T.copy()))
+    return layer
+
+
+def interleaved_contribution(a: Any, w: Any, i: int) -> Any:
+    n = a.shape[1]
+    return merge(a)[..., i::n] @ w[i::n]  # every h-th feature and every h-th row (blind trial 2)
+
+
+def across_heads(merge_by: str, scaled: bool = True) -> Any:
+    """A fixed_forward whose split reshapes to (B, T, h, d_h) and never transposes."""
+    def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+        b, t, width = x.shape
+        size = width // heads
+        q, k, v = ((x @ m).reshape(b, t, heads, size) for m in (wq, wk, wv))
+        out = mha_numpy.softmax(q @ k.transpose(0, 1, 3, 2) / (np.sqrt(size) if scaled else 1.0), axis=-1) @ v
+        if merge_by == "merge_heads":  # the body's merge: raises, as T != h
+            return mha_numpy.merge_heads(out) @ wo
+        if merge_by == "transpose":
+            return out.transpose(0, 2, 1, 3).reshape(b, t, width) @ wo
+        return out.reshape(b, t, width) @ wo
+
+    return fixed_forward
+
+
+def linear_by_parameter(w_in_out: Any, dtype: torch.dtype = torch.float32) -> Any:
+    n_in, n_out = w_in_out.shape
+    layer = nn.Linear(n_in, n_out, bias=False, dtype=dtype)
+    layer.weight = nn.Parameter(torch.from_numpy(w_in_out.T.copy()).to(dtype))
     return layer
 
 
@@ -374,6 +426,11 @@ MISTAKES: list[Mistake] = [
             contribution_check(lambda a, w, i: (merge(a) @ w)[..., i * d_h:(i + 1) * d_h]), "sliced the OUTPUT"),
     Mistake("03 YT2 head contribution", "heads_out[i] (a sequence) for head i",
             contribution_check(lambda a, w, i: a[i] @ w[i * a.shape[-1]:(i + 1) * a.shape[-1]]), "picks sequence i"),
+    Mistake("03 YT2 head contribution", "merged[..., i::h] @ wo[i::h], interleaved (blind trial 2)",
+            contribution_check(interleaved_contribution), "interleaved. Head i owns one contiguous block"),
+    Mistake("03 YT2 head contribution", "every h-th feature of the merged row, head i's rows of W_o",
+            contribution_check(lambda a, w, i: merge(a)[..., i::a.shape[1]] @ w[i * d_h:(i + 1) * d_h]),
+            "every h-th feature of the merged row"),
     Mistake("03 YT2 head contribution", "rows i*h to (i+1)*h (raises)", contributes("rows by h"),
             "meet d_h rows of wo"),
     # Your turn 3: nn.Linear from a NumPy matrix
@@ -397,6 +454,16 @@ MISTAKES: list[Mistake] = [
             linear_check(lambda w: loaded(w, transpose=False)), "copied in the shape they have"),
     Mistake("03 YT3 nn.Linear from NumPy", "a call of mha_torch.linear (blind trial)",
             linear_check(lambda w: mha_torch.linear(torch.from_numpy(w.T.copy()))), "calls the library's linear"),
+    Mistake("03 YT3 nn.Linear from NumPy", "nn.Linear(8, 24) hard-coded (blind trial 2)",
+            linear_check(linear_hard_coded), "a layer that fits w_wide, nn.Linear(8, 24), holds a (24, 8) weight"),
+    Mistake("03 YT3 nn.Linear from NumPy", "nn.Linear(8, 24) hard-coded, its weight replaced",
+            linear_check(linear_hard_coded_replaced), "in_features, out_features = (8, 24)"),
+    Mistake("03 YT3 nn.Linear from NumPy", "a float32 layer, no dtype (blind trial 2)",
+            linear_check(linear_in_float32), "default dtype is float32: pass dtype=torch.float64"),
+    Mistake("03 YT3 nn.Linear from NumPy", "a new float32 Parameter", linear_check(linear_by_parameter),
+            "default dtype is float32"),
+    Mistake("03 YT3 nn.Linear from NumPy", "weight.data assigned in float32",
+            linear_check(lambda w: linear_by_data(w, torch.float32)), "default dtype is float32"),
     Mistake("03 YT3 nn.Linear from NumPy", "returned the weight, not the layer",
             linear_check(linear(return_weight=True)), "expected an nn.Linear layer"),
     # Your turn 4: the fixed layer
@@ -436,6 +503,16 @@ MISTAKES: list[Mistake] = [
             fixed_check(forward(split="interleaved", scale="none")), "the features are interleaved"),
     Mistake("03 YT4 fixed layer", "the library's split, attention and merge (blind trial)",
             fixed_check(forward_with_library_steps), "calls the library's split_heads"),
+    Mistake("03 YT4 fixed layer", "a library call refused in the words of a repair (blind trial 2)",
+            fixed_check(forward_with_library_steps), "steps this exercise asks you to repair"),
+    Mistake("03 YT4 fixed layer", "(B, T, h, d_h) never transposed, the body's merge_heads (raises; blind trial 2)",
+            fixed_check(across_heads("merge_heads")), "across the h heads of each token"),
+    Mistake("03 YT4 fixed layer", "(B, T, h, d_h) never transposed, reshaped back to (B, T, D)",
+            fixed_check(across_heads("reshape")), "across the h heads of each token"),
+    Mistake("03 YT4 fixed layer", "(B, T, h, d_h) never transposed, merged by transpose and reshape",
+            fixed_check(across_heads("transpose")), "across the h heads of each token"),
+    Mistake("03 YT4 fixed layer", "(B, T, h, d_h) never transposed and unscaled",
+            fixed_check(across_heads("reshape", scaled=False)), "unscaled"),
     Mistake("03 YT4 fixed layer", "the library's split and attention in torch",
             fixed_check(forward_in_torch), "calls the library's split_heads"),
     Mistake("03 YT4 fixed layer", "split by hand, then the library's attention",
@@ -508,13 +585,6 @@ def forward_by_einsum(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) ->
     return np.moveaxis(out, 1, 2).reshape(b, t, width) @ wo
 
 
-def linear_by_parameter(w_in_out: Any) -> Any:
-    n_in, n_out = w_in_out.shape
-    layer = nn.Linear(n_in, n_out, bias=False)
-    layer.weight = nn.Parameter(torch.from_numpy(w_in_out.T.copy()).float())
-    return layer
-
-
 RIGHT: list[RightAnswer] = [
     RightAnswer("03 YT1 merge by hand", "np.concatenate of the head blocks",
                 merge_check(lambda a: np.concatenate([a[:, i] for i in range(a.shape[1])], axis=-1))),
@@ -541,9 +611,12 @@ RIGHT: list[RightAnswer] = [
                 contribution_check(lambda a, w, i: torch.from_numpy(a[:, i]).float() @ torch.from_numpy(
                     w[i * a.shape[-1]:(i + 1) * a.shape[-1]]).float())),
     RightAnswer("03 YT3 nn.Linear from NumPy", "copy_ of the transpose in float64", linear_check(linear())),
-    RightAnswer("03 YT3 nn.Linear from NumPy", "a new float32 Parameter", linear_check(linear_by_parameter)),
+    RightAnswer("03 YT3 nn.Linear from NumPy", "a new float64 Parameter",
+                linear_check(lambda w: linear_by_parameter(w, torch.float64))),
     RightAnswer("03 YT3 nn.Linear from NumPy", "load_state_dict of the transpose", linear_check(loaded)),
-    RightAnswer("03 YT3 nn.Linear from NumPy", "weight.data assigned, float32", linear_check(linear_by_data)),
+    RightAnswer("03 YT3 nn.Linear from NumPy", "weight.data assigned, float64", linear_check(linear_by_data)),
+    RightAnswer("03 YT3 nn.Linear from NumPy", "a float32 layer made float64 with .double()",
+                linear_check(lambda w: linear_in_float32(w).double())),
     RightAnswer("03 YT4 fixed layer", "both bugs fixed", fixed_check(forward())),
     RightAnswer("03 YT4 fixed layer", "the body repaired, its softmax and merge_heads kept",
                 fixed_check(forward_repaired_body)),

@@ -362,16 +362,21 @@ def uses_name(function: Any, name: str, home: str | None = "lessons_lib") -> boo
     return False
 
 
-def forbidden_call(question: str, function: Any, *names: str) -> Verdict | None:
+_WRITE_IT_YOURSELF = ("which is the function this exercise asks you to write: build it from NumPy / torch operations "
+                      "yourself")
+
+
+def forbidden_call(question: str, function: Any, *names: str, why: str | None = None) -> Verdict | None:
     """A failed `Verdict` when the learner's ``function`` calls one of the finished library
     functions ``names`` that the exercise asks them to write; ``None`` otherwise.
 
-    The wording is the same in every lesson; checkers call it before running the function.
+    The wording is the same in every lesson; checkers call it before running the function. ``why``
+    (optional) replaces what follows "your function calls the library's <name>, ", for an exercise
+    that does not ask for the function itself (e.g. one that asks to repair code).
     """
     for name in names:
         if uses_name(function, name):
-            return failed(question, f"your function calls the library's {name}, which is the function this exercise "
-                                    f"asks you to write: build it from NumPy / torch operations yourself")
+            return failed(question, f"your function calls the library's {name}, {why or _WRITE_IT_YOURSELF}")
     return None
 
 

@@ -14,7 +14,8 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
 - `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
   every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises),
-  the rows of another head (one place off, every h-th row, always head 0's), ``W_o`` transposed or
+  the rows of another head (one place off, every h-th row, always head 0's), the merged row's features
+  read interleaved (``merged[..., i::h]``), ``W_o`` transposed or
   missing, the whole output or an equal share of it, another ``W_o`` than the one given, sizes
   hard-coded.
 - `check_time_major_merge`: the heads folded into the batch axis, ``(B*h, T, d_h)`` (row ``b*h + i``),
@@ -23,15 +24,16 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   is refused.
 - `check_linear_weight` / `check_linear_from_numpy`: a NumPy ``(in, out)`` matrix in ``nn.Linear``
   (the function tried on a second matrix); the copy without transposing, a bias, the copy outside
-  ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument; a call of
-  ``mha_torch.linear`` is refused.
+  ``torch.no_grad()``, a layer built from the notebook's matrix instead of the argument or with its
+  sizes written in, a float32 layer (float64 is required); a call of ``mha_torch.linear`` is refused.
 - `check_fixed_forward`: the repaired broken layer, tried on the lesson's problem and on two more of
   other sizes and weights; which bug remains (the direct-reshape split, also for only some of q, k
-  and v, the unscaled scores, the interleaved split), the scale after the softmax or multiplied, q @ k with k unswapped,
+  and v, the unscaled scores, the interleaved split, the split to (B, T, h, d_h) never transposed, so that
+  attention runs across the heads), the scale after the softmax or multiplied, q @ k with k unswapped,
   k or v projected with the wrong weight, ``W_o`` missing or transposed, ``.T`` on 4-D keys, a wrong
   scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
-  function that ignores its arguments; a call of the library's split, attention or layer is refused
-  (the body's softmax and merge_heads may stay).
+  function that ignores its arguments; a call of the library's split, attention or layer is refused, in
+  the words of a repair (the body's softmax and merge_heads may stay).
 
 The mask exercise of ``nn.MultiheadAttention`` moved to `lessons_lib.checks.matching_pytorch` (lesson 04).
 
@@ -286,6 +288,14 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
          f"this is head i's own output, (B, T, d_h): W_o is missing (its {rows} turn it into D output features)"),
         (lambda: _merge(heads)[..., i * d_h : (i + 1) * d_h],
          "this is head i's block of the merged row, (B, T, d_h): W_o is missing"),
+        (lambda: _merge(heads)[..., i::h] @ w[i::h],
+         f"you took every h-th feature of the merged row and every h-th row of W_o ({i}, {i + h}, ...): that "
+         "reads the heads interleaved. Head i owns one contiguous block of the merged row, its d_h features "
+         f"{i * d_h}..{(i + 1) * d_h - 1} (i*d_h to (i+1)*d_h - 1), and they meet the same block of W_o, {rows}"),
+        (lambda: _merge(heads)[..., i::h] @ w[i * d_h : (i + 1) * d_h],
+         f"you took every h-th feature of the merged row ({i}, {i + h}, ...): the heads are not interleaved there. "
+         f"Head i owns one contiguous block of the merged row, features {i * d_h}..{(i + 1) * d_h - 1} "
+         "(i*d_h to (i+1)*d_h - 1), the features heads_out[:, i] holds"),
         (lambda: heads[:, i] @ w[i::h],
          f"you took every h-th row of W_o (rows {i}, {i + h}, ...): head i's features are one contiguous block "
          f"of the merged row, so they meet {rows}, a contiguous block of W_o"),
@@ -568,6 +578,14 @@ def check_linear_from_numpy(linear_from_numpy: Any, w_in_out: Any) -> Verdict:
             first = verdict
             if not verdict:
                 return verdict
+        elif not verdict and verdict.message.startswith("your function raised"):
+            kind = verdict.message.removeprefix("your function raised ").split(":")[0]
+            (n_in, n_out), (m_in, m_out) = w.shape, matrix.shape
+            return failed(question, f"sizes hard-coded? Right for w_in_out of shape {w.shape}, but on a "
+                                    f"{matrix.shape} matrix your function raised {kind}: a layer that fits w_wide, "
+                                    f"nn.Linear({n_in}, {n_out}), holds a {(n_out, n_in)} weight, and this matrix "
+                                    f"needs nn.Linear({m_in}, {m_out}). Read in_features and out_features from the "
+                                    "argument's shape")
         elif not verdict:
             return failed(question, f"right for w_in_out of shape {w.shape}, but not for a {matrix.shape} matrix "
                                     f"({verdict.message}): build the layer from the argument w_in_out, its shape "
@@ -602,7 +620,23 @@ def _linear_verdict(question: str, linear_from_numpy: Any, w: Floats) -> Verdict
         return failed(question, f"expected an nn.Linear layer, got {type(layer).__name__}")
     if bias is not None:
         return failed(question, "the layer has a bias, so it computes x @ w + bias: the lesson's layers have none")
-    return replace(check_linear_weight(weight, w), question=question)
+    verdict = replace(check_linear_weight(weight, w), question=question)
+    if not verdict:
+        return verdict
+    dtype = str(getattr(weight, "dtype", "torch.float64"))
+    if hasattr(weight, "detach") and dtype != "torch.float64":
+        if dtype == "torch.float32":
+            return failed(question, "right numbers in the right layout, but nn.Linear's default dtype is float32: "
+                                    "pass dtype=torch.float64 to nn.Linear, so that the layer keeps every digit of the "
+                                    "NumPy numbers and takes the lesson's float64 inputs (a float32 layer raises on x)")
+        return failed(question, f"right numbers in the right layout, but the layer's weight is {dtype}: build it with "
+                                "dtype=torch.float64, the dtype of the NumPy numbers and of the lesson's inputs")
+    sizes = (getattr(layer, "in_features", None), getattr(layer, "out_features", None))
+    if all(isinstance(n, int) for n in sizes) and sizes != w.shape:
+        return failed(question, f"the weight is right, but the layer says in_features, out_features = {sizes}, and "
+                                f"w_in_out is {w.shape}: build nn.Linear with the sizes of the argument, not a "
+                                "layer of other sizes whose weight you replaced")
+    return verdict
 
 
 def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = False, scale: float | None = None,
@@ -642,6 +676,50 @@ def _layer(x: Floats, w: list[Floats], heads: int, direct_split: bool | str = Fa
 FIXED_FORWARD_SIZES: tuple[tuple[int, int, int, int], ...] = ((1, 5, 12, 3), (3, 3, 8, 4))
 
 
+def _across_heads(x: Floats, w: list[Floats], heads: int, scale: float | None = None, merge: str = "reshape") -> Floats:
+    """The split reshaped to ``(B, T, h, d_h)`` and never transposed: attention runs over the h heads of
+    each token, ``(B, T, h, h)`` scores. ``merge``: ``"reshape"`` back to ``(B, T, D)``, or ``"transpose"``
+    (axes 1 and 2 swapped first, as ``merge_heads`` does; it fits ``(B, T, D)`` only when ``T == h``, or
+    with the sizes written in by hand)."""
+    B, T, D = x.shape
+    q, k, v = ((x @ m).reshape(B, T, heads, D // heads) for m in w[:3])
+    scores = q @ k.swapaxes(-1, -2) * (1.0 / np.sqrt(D // heads) if scale is None else scale)  # (B, T, h, h)
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = exps / exps.sum(axis=-1, keepdims=True) @ v  # (B, T, h, d_h)
+    merged = out.reshape(B, T, D) if merge == "reshape" else out.swapaxes(1, 2).reshape(B, T, D)
+    result: Floats = merged @ w[3]
+    return result
+
+
+_ACROSS_HEADS = ("the split reshapes to (B, T, h, d_h) but never moves the head axis in front of the tokens, so "
+                 "the scores q @ k^T are (B, T, h, h): attention runs across the h heads of each token, not across "
+                 "the T tokens; after the reshape, transpose to (B, h, T, d_h)")
+
+
+def _across_heads_probe(forward: Any, xs: Floats, w: list[Floats], h: int) -> str | None:
+    """When the learner's forward raised: whether it is the split without the transpose followed by the
+    body's ``merge_heads`` (which raises unless ``T == h``), tried on an input with ``T == h``."""
+    B, T, D = xs.shape
+    if T == h:
+        return None
+    probe = np.random.default_rng(11).normal(size=(B, h, D))
+    try:
+        result = forward(probe.copy(), *(m.copy() for m in w), h)
+    except Exception:  # the learner's code may raise anything: then it is not this mistake
+        return None
+    for scale in (None, 1.0):
+        if same(_float_answer(result), _across_heads(probe, w, h, scale, merge="transpose")):
+            unscaled = "" if scale is None else "; and the scores go into the softmax unscaled (lesson 01)"
+            return (f"{_ACROSS_HEADS}. That is why merge_heads, which expects (B, h, T, d_h), got the tokens where the "
+                    f"heads belong and the product with W_o raised{unscaled}")
+    return None
+
+
+def _float_answer(result: Any) -> Any:
+    answer = array_answer("", result, "")
+    return None if isinstance(answer, Verdict) else answer
+
+
 def _fixed_forward_problems(x: Floats, w: list[Floats], heads: int) -> list[tuple[Floats, list[Floats], int]]:
     rng = np.random.default_rng(8)
     problems = [(x, w, heads)]
@@ -670,6 +748,9 @@ def _forward_mistake(answer: Floats, xs: Floats, w: list[Floats], h: int) -> str
         *[(lambda letters=letters, scale=scale: _layer(xs, w, h, direct_split=letters, scale=scale),
            _split_of(letters) + ("" if scale is None else f"; and {scale_bug}"))
           for letters in ("v", "q", "k", "qk", "qv", "kv") for scale in (None, 1.0)],
+        *[(lambda scale=scale, merge=merge: _across_heads(xs, w, h, scale, merge),
+           _ACROSS_HEADS + ("" if scale is None else f"; and {scale_bug}"))
+          for scale in (None, 1.0) for merge in ("reshape", "transpose")],
         (lambda: _layer(xs, w, h, scale=1.0 / d_h), f"the scores are divided by d_h = {d_h}: too much (lesson 01)"),
         (lambda: _layer(xs, w, h, scale=1.0 / np.sqrt(D)),
          f"the scores are divided by sqrt(D) = sqrt({D}): each head's dot products have d_h = {d_h} terms, not D"),
@@ -708,6 +789,9 @@ def _split_of(letters: str) -> str:
 # What Your turn 4 refuses: the library's helpers that do the repair (the split and the scaled
 # attention), their private twins, and the finished layer. The body's softmax and merge_heads stay.
 FIXED_FORWARD_REFUSED = ("split_heads", "_split_heads", "attention", "_attention", "MultiHead")
+_FIXED_FORWARD_WHY = ("which does for you steps this exercise asks you to repair: mend the body of "
+                      "one_function_forward itself, with NumPy operations (its mha_numpy.softmax and merge_heads "
+                      "may stay)")
 
 
 def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: Any) -> Verdict:
@@ -723,7 +807,7 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
     if any(m.shape != (D, D) for m in w) or not isinstance(heads, (int, np.integer)) or heads < 1 or D % heads:
         raise ValueError(f"the weights must be (D, D) = {(D, D)} and heads must divide D = {D}")
     if forward is not None:
-        refused = forbidden_call(question, forward, *FIXED_FORWARD_REFUSED)
+        refused = forbidden_call(question, forward, *FIXED_FORWARD_REFUSED, why=_FIXED_FORWARD_WHY)
         if refused is not None:
             return refused
     first_answer: Floats | None = None
@@ -772,6 +856,9 @@ def _forward_verdict(question: str, forward: Any, xs: Floats, w: list[Floats], h
     args = (xs.copy(), *(m.copy() for m in w), h)
     result = function_answer(question, forward, args, "the body: return the layer output, shape (B, T, D)")
     if isinstance(result, Verdict) and result.answered and "raised" in result.message and "matmul" in result.message:
+        across = _across_heads_probe(forward, xs, w, h)
+        if across is not None:
+            return failed(question, f"{result.message.split(':')[0]}: {across}")
         return failed(question, f"{result.message} (is there a `.T` on a 4-D array? It reverses all four axes; "
                                 "the scores need only the last two axes of k swapped)")
     if isinstance(result, Verdict):

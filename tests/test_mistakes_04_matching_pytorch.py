@@ -114,6 +114,21 @@ MISTAKES: list[Mistake] = [
         "square (T, T)",
     ),
     Mistake("04 YT1 mha mask", "a NumPy array", mha_mask((~ALLOWED).numpy()), "NumPy array"),
+    Mistake(
+        "04 YT1 mha mask",
+        "top-left, in the blocked form triu(ones(T, S), 1)",
+        mha_mask(torch.ones(T, S, dtype=torch.bool).triu(diagonal=1)),
+        "your mask blocks triu(ones(T, S), diagonal=1)",
+    ),
+    Mistake(
+        "04 YT1 mha mask", "(~allowed)[None]: (1, T, S)", mha_mask((~ALLOWED)[None]), "extra leading axis of size 1"
+    ),
+    Mistake(
+        "04 YT1 mha mask",
+        "the (B * h, T, S) form",
+        mha_mask((~ALLOWED).expand(B * h, T, S)),
+        "also valid for nn.MultiheadAttention (every (T, S) slice is the right mask), but this question asks",
+    ),
     Mistake("04 YT1 mha mask", "integers 0/1", mha_mask((~ALLOWED).int()), "dtype int32"),
     Mistake(
         "04 YT1 mha mask",
@@ -280,6 +295,24 @@ MISTAKES: list[Mistake] = [
     Mistake("04 YT3 float mask", "a NumPy array", float_mask(additive(MAY).numpy()), "NumPy array"),
     Mistake(
         "04 YT3 float mask",
+        "[:, :, None]: (B, T, 1, S), heads axis misplaced",
+        float_mask(additive(ALLOWED[None] & REAL[:, None, :])[:, :, None]),
+        "the axis of size 1 is in the third place",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "float16 (SDPA refuses it with float64 queries)",
+        float_mask(additive(MAY, torch.finfo(torch.float16).min, torch.float16)),
+        "the mask is float16: SDPA takes a float mask only in float32",
+    ),
+    Mistake(
+        "04 YT3 float mask",
+        "-inf in float16",
+        float_mask(additive(MAY, INF, torch.float16)),
+        "the mask is float16",
+    ),
+    Mistake(
+        "04 YT3 float mask",
         "expanded over h = 2 heads",
         float_mask(additive(MAY.expand(B, h, T, S))),
         "second axis must have size 1",
@@ -341,6 +374,24 @@ MISTAKES: list[Mistake] = [
         "the right mask plus is_causal=True, need_weights=False (the hint replaces the mask)",
         cached(call_with(future, is_causal=True, need_weights=False)),
         "is_causal=True replaced your mask (your mask itself is right)",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "the right mask and is_causal=True on the softmax path (need_weights=True): right by luck",
+        cached(call_with(future, is_causal=True)),
+        "is_causal=True disagrees with your mask: the hint says top-left",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "mask.T: (S, T)",
+        cached(call_with(lambda t, s: future(t, s).T)),
+        "the mask is transposed, (S, T)",
+    ),
+    Mistake(
+        "04 YT4 cached causal",
+        "torch.cat(..., dim=0)",
+        cached(lambda m, p, x: m(x, torch.cat([p, x], dim=0), torch.cat([p, x], dim=0))[0]),
+        "torch.cat(..., dim=0) joins past and new along the batch axis",
     ),
     Mistake(
         "04 YT4 cached causal",
@@ -407,13 +458,9 @@ RIGHT: list[RightAnswer] = [
     ),
     RightAnswer("04 YT3 float mask", "masked_fill with -inf", float_mask(additive(MAY))),
     RightAnswer("04 YT3 float mask", "torch.where in float32", float_mask(torch.where(MAY, 0.0, INF))),
-    RightAnswer("04 YT3 float mask", "-1e9 (with the caveat)", float_mask(torch.where(MAY, 0.0, -1e9))),
+    RightAnswer("04 YT3 float mask", "-1e9", float_mask(torch.where(MAY, 0.0, -1e9))),
     RightAnswer("04 YT3 float mask", "-1e4, BERT's penalty", float_mask(additive(MAY, -1e4, torch.float32))),
-    RightAnswer(
-        "04 YT3 float mask",
-        "finfo(float16).min in float16",
-        float_mask(additive(MAY, torch.finfo(torch.float16).min, torch.float16)),
-    ),
+    RightAnswer("04 YT3 float mask", "finfo(float32).min", float_mask(additive(MAY, torch.finfo(torch.float32).min))),
     RightAnswer(
         "04 YT3 float mask",
         "a float (T, S) mask plus a (B, 1, 1, S) one",
@@ -439,11 +486,6 @@ RIGHT: list[RightAnswer] = [
     ),
     RightAnswer(
         "04 YT4 cached causal",
-        "the right mask and the is_causal hint on the softmax path (need_weights=True)",
-        cached(call_with(future, is_causal=True)),
-    ),
-    RightAnswer(
-        "04 YT4 cached causal",
         "need_weights=False",
         cached(call_with(lambda t, s: future(t, s), need_weights=False)),
     ),
@@ -458,3 +500,22 @@ def test_mistake_is_diagnosed(row: Mistake) -> None:
 @pytest.mark.parametrize("row", RIGHT, ids=[row_id(row) for row in RIGHT])
 def test_right_answer_is_accepted(row: RightAnswer) -> None:
     assert_accepted(row)
+
+
+def test_right_answers_are_described_as_given() -> None:
+    """A right answer's message describes what the learner did, on the lesson's sizes (second blind trial)."""
+    lesson = padding(lambda n, s: positions(s) >= n[:, None])()
+    assert lesson.ok and "(B, S) = (2, 6)" in lesson.message, lesson.message
+    sliced = next(row for row in RIGHT if row.answer == "the whole sequence, then its last T rows").verdict()
+    assert sliced.ok and "causal self-attention over all S = 6 tokens, then its last T rows" in sliced.message
+    plain = cached(right_call)()
+    assert plain.ok and "bottom-right (T, S) mask" in plain.message, plain.message
+
+
+@pytest.mark.parametrize("penalty, dtype", [(-1e9, torch.float64), (-1e9, torch.float32), (-1e4, torch.float32)])
+def test_a_finite_penalty_is_not_told_what_a_fully_blocked_row_becomes(penalty: float, dtype: torch.dtype) -> None:
+    """The Predict after Your turn 3 asks what -1e9 does to a row blocked everywhere: the check must not say."""
+    verdict = float_mask(additive(MAY, penalty, dtype))()
+    assert verdict.ok and "blocks these keys" in verdict.message, verdict.message
+    for answer in ("blocked everywhere", "mean", "no mask", "unmasked", "float16", "apart", "NaN"):
+        assert answer not in verdict.message, verdict.message

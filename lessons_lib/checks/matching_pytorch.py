@@ -5,8 +5,9 @@ this lesson warns about that it equals; a "not yet" message never spells out the
 
 - `check_mha_mask`: the boolean ``attn_mask`` of ``nn.MultiheadAttention``; ``allowed`` itself, a
   transposed mask, an anti-causal or top-left causal one, a square ``(T, T)`` one for a ``(T, S)``
-  question, float masks (inverted additive, 0/1 numbers, NaN from ``0 * -inf``; a right additive mask
-  is refused too: the question asks for booleans, as the key padding question does).
+  question, a ``(1, T, S)`` or ``(B * h, T, S)`` one, float masks (inverted additive, 0/1 numbers,
+  NaN from ``0 * -inf``; a right additive mask is refused too: the question asks for booleans, as
+  the key padding question does).
 - `check_key_padding_mask`: ``key_padding_mask (B, S)`` from per-sequence lengths; the inverted
   convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers or floats.
   `check_key_padding_function` checks a function ``(lengths, S) -> (B, S)`` the same way, on the
@@ -15,9 +16,10 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   context lengths together (``(B, 1, T, S)``, for SDPA); 1/0 or 0/1 numbers, the sign flipped, -inf
   where allowed, NaN from ``(~allowed) * -inf``, an anti-causal mask, one of the two parts missing,
   a ``(B, T, S)`` mask that meets the heads axis, a ``(1, B, T, S)`` one (batch and heads swapped),
-  the whole mask inverted (-inf where allowed), a boolean. A finite penalty is judged by its
-  effect in the mask's own dtype: it passes when ``exp`` sends a blocked key's weight to exactly 0
-  (with a caveat, worded by the penalty's magnitude, on a row blocked everywhere) and is refused,
+  a ``(B, T, 1, S)`` one (heads axis misplaced), the whole mask inverted (-inf where allowed), a
+  boolean, a float16 mask that SDPA refuses with the lesson's float64 queries. A finite penalty is
+  judged by its effect in the mask's own dtype: it passes when ``exp`` sends a blocked key's weight to
+  exactly 0 (saying only that it blocks: a row blocked everywhere is a later Predict) and is refused,
   with the weight it leaves, when it does not.
 - `check_causal_mha`: a function that calls ``nn.MultiheadAttention`` so that it equals our causal
   layer; no mask, the mask not inverted, the diagonal blocked, an anti-causal mask, a tuple or the
@@ -25,8 +27,9 @@ this lesson warns about that it equals; a "not yet" message never spells out the
 - `check_cached_causal_mha`: the same call for ``T`` new tokens after ``S - T`` cached ones (the
   bottom-right ``(T, S)`` mask over past and new together); the past left out, the top-left
   triangle, the order of past and new swapped, all ``S`` rows returned, sizes or a layer taken from
-  the notebook instead of the arguments, and a right mask that ``is_causal=True`` replaced on the
-  SDPA path (``need_weights=False``).
+  the notebook instead of the arguments, a transposed mask, past and new joined on the wrong axis, a
+  right mask that ``is_causal=True`` replaced on the SDPA path (``need_weights=False``), and the same
+  hint beside the right mask on the softmax path (right by luck: the hint and the mask disagree).
 
 Answers that PyTorch takes (masks) must be torch tensors when the lesson's own arrays are: given a
 NumPy array, ``nn.MultiheadAttention`` and SDPA raise ``TypeError``. This module imports NumPy only
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +114,23 @@ def _shape_message(shape: tuple[int, ...], T: int, S: int) -> str:
     return f"expected shape (T, S) = {(T, S)}, got {shape}"
 
 
-def _causal_variants(allowed: Bools) -> list[tuple[Bools, str]]:
+def _stacked_message(answer: NDArray[Any], blocked: Bools) -> str | None:
+    """What a boolean ``(N, T, S)`` mask is when the question asks for ``(T, S)``: a leading axis of
+    size 1, or the ``(B * h, T, S)`` form that nn.MultiheadAttention also takes; ``None`` otherwise."""
+    T, S = blocked.shape
+    if answer.ndim != 3 or answer.shape[1:] != (T, S):
+        return None
+    pattern = ("every (T, S) slice is the right mask" if all(same(part, blocked) for part in answer)
+               else "not every (T, S) slice is the right mask")
+    if answer.shape[0] == 1:
+        return (f"shape (1, T, S) = {answer.shape}: an extra leading axis of size 1 ({pattern}); the question asks "
+                f"for the (T, S) = {(T, S)} mask itself, without [None]")
+    return (f"shape (N, T, S) = {answer.shape}: a (B * h, T, S) mask, one per sequence and head, is also valid for "
+            f"nn.MultiheadAttention ({pattern}), but this question asks for the single (T, S) = {(T, S)} mask that "
+            "serves every sequence and head")
+
+
+def _causal_variants(allowed: Bools, *, blocked: bool = False) -> list[tuple[Bools, str]]:
     """Masks in our convention (True = may attend) that a learner builds instead of a causal ``allowed``:
     anti-causal (the past blocked, the future allowed) and, when T != S, SDPA's top-left triangle.
     Empty when ``allowed`` is not our bottom-right causal mask."""
@@ -123,10 +143,11 @@ def _causal_variants(allowed: Bools) -> list[tuple[Bools, str]]:
                  f"anti-causal: this mask lets each query see itself and the positions after it and blocks the "
                  f"past ({how}); causal attention sees the past (sections 3 and 4)")]
     if T != S:
+        form = ("your mask blocks triu(ones(T, S), diagonal=1), the blocked side of SDPA's is_causal triangle, so"
+                if blocked else "this is SDPA's is_causal triangle, tril(ones(T, S)), where")
         variants.append((cols <= rows,
-                         "top-left alignment: this is SDPA's is_causal triangle, tril(ones(T, S)), where query t "
-                         "sees positions 0..t; allowed treats the T queries as the last T of the S positions "
-                         "(bottom-right, section 4)"))
+                         f"top-left alignment: {form} query t sees positions 0..t; allowed treats the T queries "
+                         "as the last T of the S positions (bottom-right, section 4)"))
     return variants
 
 
@@ -166,13 +187,14 @@ def _mha_mask_verdict(question: str, answer: NDArray[Any], allowed_mask: Bools) 
         (allowed_mask,
          "inverted convention: you passed allowed itself (True = may attend), but nn.MultiheadAttention "
          "reads True as blocked, so it would block exactly the positions you meant to allow"),
-        *[(~variant, message) for variant, message in _causal_variants(allowed_mask)],  # before .T: for T = S
+        # before .T: for T = S
+        *[(~variant, message) for variant, message in _causal_variants(allowed_mask, blocked=True)],
         (blocked.T, "the mask is transposed: rows are queries (T) and columns are source positions (S)"),
     ])
     if mistake is not None:
         return failed(question, mistake)
     if answer.shape != blocked.shape:
-        return failed(question, _shape_message(answer.shape, T, S))
+        return failed(question, _stacked_message(answer, blocked) or _shape_message(answer.shape, T, S))
     return failed(question, "right shape, wrong pattern: this mask does not block exactly what allowed forbids")
 
 
@@ -201,28 +223,10 @@ def _penalty_problem(penalty: float, dtype: np.dtype[Any]) -> str | None:
 
 
 def _penalty_caveat(penalty: float, dtype: np.dtype[Any]) -> str:
-    """What a penalty that blocks does to a row blocked everywhere, by its magnitude in ``dtype``."""
-    name, p = dtype.name, _number(penalty)
-    with np.errstate(all="ignore"):
-        level = np.asarray(penalty, dtype=dtype)
-        spacing = abs(float(np.nextafter(level, 0) - level))  # the gap to the next float towards 0
-        in_half = np.isinf(np.float16(penalty))
-    apart = _number(float(f"{spacing:.2g}")) if spacing >= 1 else f"{spacing:.1g}"
-    gap = f"floats near {p} are {apart} apart in {name}"
-    if spacing < 0.1:
-        fate = (f"every score of that row drops by the same {p} and keeps its differences ({gap}), so the row "
-                "attends almost as if it had no mask")
-    elif spacing >= 10:
-        fate = (f"{p} + score rounds to the same float for every ordinary score ({gap}), so the row takes the "
-                "plain mean of the values")
-    else:
-        fate = (f"{p} + score is rounded to a multiple of {spacing:g} in {name}, so the row gets a coarsely "
-                "rounded copy of its unmasked weights")
-    text = (f"a finite penalty of {p} blocks like -inf here: exp({p} + score) is exactly 0 in {name}. One "
-            f"difference: a query blocked everywhere gets neither NaN nor a zero row to warn you: {fate}")
-    if name != "float16" and in_half:
-        text += f"; stored in float16, {p} would become -inf"
-    return text + " (section 7)"
+    """The verdict on a penalty that blocks: it says only that it blocks (what it does to a row blocked
+    everywhere is a later Predict of the lesson, not the checker's to tell)."""
+    return (f"right pattern: the penalty of {_number(penalty)} blocks these keys (their weight is exactly 0 in "
+            f"{dtype.name})")
 
 
 def _additive_verdict(question: str, answer: NDArray[Any], may_attend: Bools, *,
@@ -345,7 +349,7 @@ def check_key_padding_function(function: Any, lengths: Any, S: int, T: int | Non
     other = np.array([1, other_S, max(1, other_S // 2)], dtype=np.int64)  # B = 3, lengths the lesson does not hold
     other_lengths = (lengths.new_tensor(other) if hasattr(lengths, "new_tensor")
                      else other.astype(as_numpy(lengths).dtype))  # the kind of lengths the lesson holds
-    verdict = failed(question, "no input tried")
+    verdict = lesson = failed(question, "no input tried")
     for given, size, length_array, queries in ((lengths, S, sizes, T), (other_lengths, other_S, other, None)):
         result = function_answer(question, function, (given, size), what)
         if isinstance(result, Verdict):
@@ -356,13 +360,14 @@ def check_key_padding_function(function: Any, lengths: Any, S: int, T: int | Non
                 question, _padding_verdict(question, answer, length_array, size, queries), result, given,
                 "nn.MultiheadAttention(key_padding_mask=...)")
         if verdict.ok:
+            lesson = verdict if given is lengths else lesson
             continue
         if given is lengths:
             return verdict
         return failed(question, f"right for the lesson's lengths {sizes.tolist()} and S = {S}, but not for lengths "
                                 f"{other.tolist()} and S = {other_S} ({verdict.message}): compute the mask from the "
                                 "lengths and S the function is given, so that it serves any batch")
-    return verdict
+    return lesson  # the lesson's sizes, the ones the learner sees (the other batch passed too)
 
 
 # ----- the float (additive) mask -----------------------------------------------------------------
@@ -403,7 +408,23 @@ def check_float_mask(mask: Any, allowed: Any, lengths: Any = None) -> Verdict:
         )
         other = _other_lengths(answer, allowed_mask, sizes) if verdict.message == generic else None
         verdict = verdict if other is None else failed(question, other)
+        half = _half_dtype(mask)
+        if verdict.ok and half is not None:
+            verdict = failed(question, HALF_MASK.format(dtype=half))
     return _torch_only(question, verdict, mask, allowed, "scaled_dot_product_attention(attn_mask=...)")
+
+
+HALF_MASK = (
+    "the pattern is right, but the mask is {dtype}: SDPA takes a float mask only in float32 or in the queries' "
+    "dtype, and with the lesson's float64 queries it raises RuntimeError (\"Expected attn_mask dtype to be bool or "
+    "float or to match query dtype\"); build it in float64 (or float32)"
+)
+
+
+def _half_dtype(mask: Any) -> str | None:
+    """``"float16"`` or ``"bfloat16"`` when ``mask`` is stored in half precision, else ``None``."""
+    name = str(getattr(mask, "dtype", "")).removeprefix("torch.")
+    return name if name in ("float16", "bfloat16", "half") else None
 
 
 def _float_mistakes(allowed: Bools) -> list[tuple[Bools, str]]:
@@ -497,6 +518,10 @@ def _padded_shape_message(shape: tuple[int, ...], B: int, T: int, S: int) -> str
     if shape == (B, T, S):
         return (f"shape (B, T, S) = {shape}: SDPA lines a mask up with its (B, h, T, S) scores from the right, so "
                 "your B axis would meet the heads axis h; give it a heads axis of size 1")
+    if shape == (B, T, 1, S):
+        return (f"shape (B, T, 1, S) = {shape}: the axis of size 1 is in the third place, so SDPA would line your "
+                f"T axis up with its heads axis h and your 1 with its T queries; the heads axis is the second one, "
+                f"(B, 1, T, S) = {(B, 1, T, S)}: index [:, None, :, :], not [:, :, None]")
     if len(shape) == 4 and shape[0] == B and shape[2:] == (T, S):
         return (f"shape {shape}: the second axis must have size 1, so that it broadcasts over any number of "
                 f"heads, (B, 1, T, S) = {(B, 1, T, S)}")
@@ -702,7 +727,30 @@ def check_cached_causal_mha(function: Any, mha: Any, past: Any, new: Any) -> Ver
         sizes = f"(B, S - T, T) = {(before_x.shape[0], before_x.shape[1], after_x.shape[1])}"
         return failed(question, f"right for the lesson's (B, S - T, T) = {(B, P, T)} but not for {sizes} "
                                 f"({verdict.message}): take every size from past and new, not from the lesson")
-    return verdict
+    how = _how_it_was_called(question, function, mha, past, new) if verdict.ok else None
+    return verdict if how is None else how
+
+
+def _how_it_was_called(question: str, function: Any, module: Any, past: Any, new: Any) -> Verdict | None:
+    """A right output, judged by the call that gave it: an ``is_causal=True`` hint that disagrees with the
+    mask is refused (right only because the softmax path ignores it), and attention over all S tokens
+    sliced to its last T rows is named; ``None`` for the plain right call."""
+    call = _call_arguments(function, module, past, new)
+    if call is None:
+        return None
+    if call.get("is_causal") is True:
+        return failed(question, "is_causal=True disagrees with your mask: the hint says top-left, tril(ones(T, S)), "
+                                "your mask is bottom-right. The output is right only because need_weights=True "
+                                "takes the softmax path, which ignores the hint; on the SDPA path "
+                                "(need_weights=False) the hint wins and replaces your mask (section 4: the hint "
+                                "and the mask must agree). Drop is_causal=True")
+    T = new.shape[1]
+    rows = getattr(call.get("query"), "shape", (0, T))[1]
+    if rows != T:
+        return passed(question, f"causal self-attention over all S = {rows} tokens, then its last T rows: the same "
+                                f"numbers, though it computes {rows - T} rows only to throw them away (queries from "
+                                "new alone, with the bottom-right (T, S) mask, give just the T rows)")
+    return None
 
 
 TOP_LEFT = "top-left alignment"
@@ -762,8 +810,19 @@ def _cached_verdict(question: str, result: Any, past: Floats, new: Floats, layer
             return failed(question, f"{result.message.rstrip('.')}. is_causal=True is only a hint: a mask is still "
                                     "needed")
         if "attn_mask" in result.message and "shape" in result.message:
+            T, S = new.shape[1], past.shape[1] + new.shape[1]
+            if f"Size([{S}, {T}])" in result.message:
+                return failed(question, f"the mask is transposed, (S, T) = {(S, T)}: nn.MultiheadAttention wants one "
+                                        f"row per new query and one column per key, past and new together, (T, S) = "
+                                        f"{(T, S)}; build it in that orientation instead of turning it round with .T")
             return failed(question, f"{result.message.rstrip('.')}. The mask has one row per new query and one "
                                     "column per key, past and new together: (T, S)")
+        joined = re.search(r"Sizes of tensors must match except in dimension (-?\d+)", result.message)
+        if joined and joined.group(1) != "1":
+            axis = "batch axis" if joined.group(1) == "0" else "feature axis"
+            return failed(question, f"torch.cat(..., dim={joined.group(1)}) joins past and new along the {axis}, "
+                                    "where their sizes must match; the earlier and the new tokens follow each other "
+                                    "on the token axis, dim=1 of (B, tokens, D)")
         return result
     if isinstance(result, tuple):
         return failed(question, f"your function returned a tuple of {len(result)}; return the output (B, T, D) only")

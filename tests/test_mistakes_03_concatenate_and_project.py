@@ -156,6 +156,25 @@ def contribution(kind: str = "right") -> Any:
     return head_contribution
 
 
+def contribution_with(matrix: Any) -> Any:
+    """A head_contribution that reads W_o from ``matrix`` (a closure), never from its argument."""
+    def head_contribution(heads_out: Any, w: Any, i: int) -> Any:
+        width = heads_out.shape[-1]
+        return heads_out[:, i] @ matrix[i * width:(i + 1) * width]
+
+    return head_contribution
+
+
+def forward_with_wo(matrix: Any) -> Any:
+    """A fixed_forward, right but for W_o: it projects with ``matrix`` (a closure), not its argument wo."""
+    right = forward()
+
+    def fixed_forward(x: Any, wq: Any, wk: Any, wv: Any, wo: Any, heads: int) -> Any:
+        return right(x, wq, wk, wv, matrix, heads)
+
+    return fixed_forward
+
+
 # ----- Your turn 5: a learner's merge_sequence_first ----------------------------------------------
 def sequence_first(kind: str = "right") -> Any:
     def merge_sequence_first(folded: Any, heads: int) -> Any:
@@ -411,6 +430,11 @@ MISTAKES: list[Mistake] = [
     Mistake("03 YT2 head contribution", "W_o left out", contributes("no W_o"), "W_o is missing"),
     Mistake("03 YT2 head contribution", "the notebook's wo, not the argument (review P16)",
             contributes("notebook wo"), "your W_o is not the wo given"),
+    Mistake("03 YT2 head contribution", "rows of numpy_layer.wo, not the wo given (P16)",
+            contribution_check(contribution_with(numpy_layer.wo)), "ignores the W_o it is given"),
+    Mistake("03 YT2 head contribution", "rows of another matrix of the notebook (P16)",
+            contribution_check(contribution_with(np.random.default_rng(6).uniform(-1, 1, size=(D, D)))),
+            "ignores the W_o it is given"),
     Mistake("03 YT2 head contribution", "d_h = 4 hard-coded", contributes("d_h = 4"),
             "sizes hard-coded"),
     Mistake("03 YT2 head contribution", "other heads zeroed, then a direct-reshape merge",
@@ -523,6 +547,13 @@ MISTAKES: list[Mistake] = [
             "not with the weights it was given"),
     Mistake("03 YT4 fixed layer", "the notebook's h = 2 instead of heads", fixed_check(forward(heads_used=2)),
             "used 2 heads"),
+    Mistake("03 YT4 fixed layer", "projects with the notebook's global wo, not its argument (P16)",
+            fixed_check(forward_with_wo(wo)), "ignores the W_o it is given"),
+    Mistake("03 YT4 fixed layer", "projects with numpy_layer.wo, not its argument (P16)",
+            fixed_check(forward_with_wo(numpy_layer.wo)), "ignores the W_o it is given"),
+    Mistake("03 YT4 fixed layer", "projects with another matrix of the notebook (P16)",
+            fixed_check(forward_with_wo(np.random.default_rng(5).uniform(-0.3, 0.3, size=(D, D)))),
+            "ignores the W_o it is given"),
     # Your turn 5: a merge for the folded, sequence-first layout
     Mistake("03 YT5 sequence-first merge", "batch-first result", merges_first("batch first"),
             "batch first"),

@@ -16,8 +16,9 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises),
   the rows of another head (one place off, every h-th row, always head 0's), the merged row's features
   read interleaved (``merged[..., i::h]``), ``W_o`` transposed or
-  missing, the whole output or an equal share of it, another ``W_o`` than the one given, sizes
-  hard-coded.
+  missing, the whole output or an equal share of it, another ``W_o`` than the one given (the lesson's
+  ``wo`` on a second problem; any matrix other than the argument, such as ``numpy_layer.wo``: the
+  function is run again with only ``wo`` changed), sizes hard-coded.
 - `check_time_major_merge`: the heads folded into the batch axis, ``(B*h, T, d_h)`` (row ``b*h + i``),
   merged into the sequence-first ``(T, B, D)``: the fold read head-major, the batch-first result, a
   direct reshape, the transpose missing, sizes hard-coded; a call of a finished merge (as in Your turn 1)
@@ -32,7 +33,9 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   attention runs across the heads), the scale after the softmax or multiplied, q @ k with k unswapped,
   k or v projected with the wrong weight, ``W_o`` missing or transposed, ``.T`` on 4-D keys, a wrong
   scale, the softmax over the query axis, a direct-reshape merge, the notebook's head count, a
-  function that ignores its arguments; a call of the library's split, attention or layer is refused, in
+  function that ignores its arguments, a ``W_o`` other than the argument (the notebook's ``wo`` or
+  ``numpy_layer.wo``: the function is run again with only ``wo`` changed); a call of the library's
+  split, attention or layer is refused, in
   the words of a repair (the body's softmax and merge_heads may stay).
 
 The mask exercise of ``nn.MultiheadAttention`` moved to `lessons_lib.checks.matching_pytorch` (lesson 04).
@@ -331,6 +334,31 @@ def _contribution_mistake(answer: Floats, heads: Floats, w: Floats, i: int) -> s
     return first_match(answer, candidates)
 
 
+_IGNORES_WO = ("your function ignores the W_o it is given: it uses another matrix (one from the notebook, such as "
+               "numpy_layer.wo?); use the wo argument")
+
+
+def _ignores_wo(function: Any, args: tuple[Any, ...], place: int, answer: Floats) -> bool:
+    """Whether the learner's ``function(*args)`` (which returned ``answer``) never reads its W_o,
+    ``args[place]``, but does read its input, ``args[0]``: run once more with only W_o replaced by a new
+    matrix, it returns the same ``answer``; run with only the input replaced, another one."""
+    rng = np.random.default_rng(12)
+
+    def rerun(n: int) -> Any:
+        given = np.asarray(args[n], dtype=float)
+        new = rng.uniform(-1.0, 1.0, size=given.shape)
+        copies = tuple(new if k == n else np.copy(a) if isinstance(a, np.ndarray) else a for k, a in enumerate(args))
+        try:
+            return _float_answer(function(*copies))
+        except Exception:  # the learner's code may raise anything: then it is not this mistake
+            return None
+
+    if not same(rerun(place), answer):
+        return False
+    other_input = rerun(0)
+    return other_input is not None and not same(other_input, answer)
+
+
 class _IndexLog(np.ndarray):  # type: ignore[type-arg]
     """An array that notes every index it is read with (only the array itself, not its views)."""
 
@@ -418,6 +446,8 @@ def check_head_contribution(contribution: Any, heads_out: Any, wo: Any) -> Verdi
                 return failed(question, "your W_o is not the wo given: on a second problem with a W_o of its own, "
                                         "your function used the lesson's wo. Use the argument wo")
             mistake = _contribution_mistake(answer, problem, matrix, i)
+            if mistake is None and _ignores_wo(contribution, (problem, matrix, i), 1, answer):
+                return failed(question, _IGNORES_WO)
             if trial == 0:
                 if mistake is not None:
                     return failed(question, mistake)
@@ -823,6 +853,8 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
             if not same(verdict, _layer(px, pw, ph)):
                 if verdict.shape != px.shape:
                     return failed(question, f"expected shape (B, T, D) = {px.shape}, got {verdict.shape}")
+                if _ignores_wo(forward, (px, *pw, ph), 4, verdict):
+                    return failed(question, _IGNORES_WO)
                 return failed(question, "right shape (B, T, D), wrong numbers: not the layer's output")
             first_answer = verdict
             continue
@@ -837,6 +869,8 @@ def check_fixed_forward(forward: Any, x: Any, wq: Any, wk: Any, wv: Any, wo: Any
             return failed(question, f"on {where} your function computed with the weights of the lesson's problem, "
                                     "not with the weights it was given (the notebook's numpy_layer or "
                                     "layer_weights?): use the arguments wq, wk, wv and wo")
+        if _ignores_wo(forward, (px, *pw, ph), 4, verdict):
+            return failed(question, _IGNORES_WO)
         other_heads = [n for n in range(1, pD + 1) if pD % n == 0 and n != ph]
         wrong_heads = next((n for n in other_heads if same(verdict, _layer(px, pw, n))), None)
         if wrong_heads is not None:

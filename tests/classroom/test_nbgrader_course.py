@@ -27,9 +27,15 @@ STUB = classroom.CODE_STUB
 # Typical wrong answers to lesson 01, by the name its exercise defines (each one a mistake its
 # checker names: the missing 1/sqrt(d), the causal triangle anchored top-left, an unscaled head).
 MISTAKES = {
-    "answer_1": "answer_1 = qc @ kc.T  # the scale 1/sqrt(d) is missing",
-    "answer_2": "answer_2 = np.tril(np.ones((T, S), dtype=bool))  # anchored top-left",
-    "attention": "weights = mha_numpy.softmax(q @ k.T, axis=-1)  # unscaled\nreturn weights @ v, weights",
+    "answer_1": "answer_1 = qc @ np.swapaxes(kc, -1, -2)  # the scale 1/sqrt(d) is missing",
+    "my_causal_mask": "return np.tril(np.ones((T, S), dtype=bool))  # anchored top-left",
+    "attention": (
+        "scores = q @ np.swapaxes(k, -1, -2)  # unscaled\n"
+        "if allowed is not None:\n"
+        "    scores = np.where(allowed, scores, -np.inf)\n"
+        "weights = mha_numpy.softmax(scores, axis=-1)\n"
+        "return weights @ v, weights"
+    ),
 }
 
 

@@ -32,7 +32,6 @@ settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 SHARED_BUILD = "tests/browser/test_site.py"
-SHARED_LAB = "tests/browser/test_predicts.py"  # its lessons share one JupyterLab on the learner copy
 SANITIZE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"
 
 
@@ -44,14 +43,13 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where xdist is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """One notebook = one unit of work (its cells run in order, in one kernel, on one worker); so is
-    the site's browser test file (its tests share one build of the site, made once per worker) and
-    the Predict browser test file (its lessons share one JupyterLab); every other test is a unit of
-    its own, so the browser tests of different notebooks run side by side."""
+    the site's browser test file (its tests share one build of the site, made once per worker); every
+    other test is a unit of its own, so the browser tests of different notebooks run side by side."""
     from xdist.scheduler import LoadScopeScheduling
 
     class NotebookScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith((".ipynb", SHARED_BUILD, SHARED_LAB)) else nodeid
+            return path if path.endswith((".ipynb", SHARED_BUILD)) else nodeid
 
     return NotebookScheduling(config, log)

@@ -286,6 +286,7 @@ def target_accuracy(
         raise ValueError(
             f"output must be (B, T, D) = {(*tokens.shape, model.config.width)} for these tokens, got {output.shape}"
         )
+    check_ids("marker", marker, "(B,)", tokens.shape[1])
     goal = targets(tokens, marker, model.config.symbols)  # (B, T, 3); -1 where there is no target
     logits = (output @ model.readout).reshape(*tokens.shape, 3, model.config.symbols)  # (B, T, 3, V)
     right = logits.argmax(axis=-1) == goal

@@ -2710,7 +2710,73 @@ BAD_INPUTS = [
         ValueError,
         ("lengths must be a 1-D integer array with entries in 0 .. S = 5, got [2, 7]"),
     ),
+    # ----- inspect_heads, issue 28 (lesson 05: peaks, head parts, knock-outs) ----------------------------
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_cross_attention",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 6)) / 6, np.array([0, 1])),
+        ValueError,
+        ("argmax_shares needs self-attention weights with T == S, got (2, 4, 8, 6)"),
+    ),
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_marker_per_sequence",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 8)) / 8, np.array([0])),
+        ValueError,
+        ("marker must have shape (B,) = (2,), got (1,)"),
+    ),
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_marker_out_of_range",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 8)) / 8, np.array([0, 8])),
+        ValueError,
+        ("marker must be in 0 .. 7, got 0 .. 8"),
+    ),
+    Bad(
+        "inspect_heads.head_parts",
+        "head_parts_wo_rows",
+        lambda: inspect_heads.head_parts(np.ones((2, 4, 8, 4)), np.ones((12, 16))),
+        ValueError,
+        ("wo must have h*d_h = 4*4 = 16 rows (one block of d_h rows per head), got (12, 16)"),
+    ),
+    Bad(
+        "inspect_heads.head_parts",
+        "head_parts_merged_output",
+        lambda: inspect_heads.head_parts(np.ones((2, 8, 4)), np.ones((16, 16))),
+        ValueError,
+        ("head_out must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (2, 8, 4) with 3 axes"),
+    ),
+    Bad(
+        "inspect_heads.target_accuracy",
+        "target_accuracy_output_width",
+        lambda: inspect_heads.target_accuracy(
+            inspect_heads.load_toy_heads(), np.ones((2, 8, 12)), np.zeros((2, 8), dtype=int), np.array([0, 1])
+        ),
+        ValueError,
+        ("output must be (B, T, D) = (2, 8, 16) for these tokens, got (2, 8, 12)"),
+    ),
+    Bad(
+        "inspect_heads.target_accuracy",
+        "target_accuracy_no_model",
+        lambda: inspect_heads.target_accuracy(None, np.ones((2, 8, 16)), np.zeros((2, 8), dtype=int), np.array([0, 1])),
+        TypeError,
+        ("model must be the trained layer from inspect_heads.load_toy_heads(), got NoneType"),
+    ),
     # ----- checks.inspecting_heads -------------------------------------------------------------------
+    Bad(
+        "checks.inspecting_heads.check_head_parts",
+        "check_head_parts_not_a_function",
+        lambda: inspecting_heads.check_head_parts(42),
+        RETURNS,
+        ("[head parts] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_argmax_shares",
+        "check_argmax_shares_name_not_function",
+        lambda: inspecting_heads.check_argmax_shares("peak_shares"),
+        RETURNS,
+        ("[argmax shares] not yet: expected a function, got str 'peak_shares'"),
+    ),
     Bad(
         "checks.inspecting_heads.check_head_count",
         "check_head_count_not_divisor",

@@ -411,9 +411,10 @@ def check_argmax_shares(function: Any) -> Verdict:
     wrong axis, the library's function called, and sizes taken from the lesson.
     """
     question = "argmax shares"
-    forbidden = forbidden_call(question, function, "argmax_shares") or forbidden_call(
-        question, function, "head_behaviour", why="which measures mean weights: this question counts argmaxes"
-    )
+    forbidden = forbidden_call(question, function, "argmax_shares")
+    if forbidden is None:
+        why = "which measures mean weights: this question counts argmaxes"
+        forbidden = forbidden_call(question, function, "head_behaviour", why=why)
     if forbidden is not None:
         return forbidden
     verdict = failed(question, "no problem tried")

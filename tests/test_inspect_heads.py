@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +14,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
+from numpy.typing import NDArray
 
 from lessons_lib.inspect_heads import (
     EVAL_SEED,
@@ -386,7 +386,7 @@ def _heads_out(model: ToyHeads, tokens: NDArray[np.int64]) -> NDArray[np.float64
     x = embed(model, tokens)
     q, k, v = (mha_numpy.split_heads(x @ w, h) for w in (layer.wq, layer.wk, layer.wv))
     out, _ = mha_numpy.attention(q, k, v)
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def test_head_parts_add_up_to_pytorchs_output_projection() -> None:

@@ -72,7 +72,9 @@ def _peaks(
 
 MISTAKES: list[Mistake] = [
     # ----- Your turn 1: every head's part of the output ----------------------------------------------
-    Mistake("05 YT1 head parts", "the parts summed", parts(lambda o, wo: _parts(o, wo).sum(axis=1)), "you summed the parts"),
+    Mistake(
+        "05 YT1 head parts", "the parts summed", parts(lambda o, wo: _parts(o, wo).sum(axis=1)), "you summed the parts"
+    ),
     Mistake(
         "05 YT1 head parts",
         "wo.T cut into rows",
@@ -82,7 +84,7 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "05 YT1 head parts",
         "columns of wo (a shape error)",
-        parts(lambda o, wo: np.stack([o[:, i] @ wo[:, i * o.shape[3] : (i + 1) * o.shape[3]] for i in range(o.shape[1])], 1)),
+        parts(lambda o, wo: np.stack([o[:, i] @ wo[:, i * 2 : (i + 1) * 2] for i in range(o.shape[1])], 1)),
         "d_h of wo's rows",
     ),
     Mistake(
@@ -91,7 +93,9 @@ MISTAKES: list[Mistake] = [
         parts(lambda o, wo: o @ wo.reshape(o.shape[3], o.shape[1], -1).transpose(1, 0, 2)[None]),
         "every h-th row",
     ),
-    Mistake("05 YT1 head parts", "divided by h (an average)", parts(lambda o, wo: _parts(o, wo) / o.shape[1]), "divided by h"),
+    Mistake(
+        "05 YT1 head parts", "divided by h (an average)", parts(lambda o, wo: _parts(o, wo) / len(o[0])), "divided by h"
+    ),
     Mistake(
         "05 YT1 head parts",
         "heads on axis 2",
@@ -156,7 +160,9 @@ MISTAKES: list[Mistake] = [
         shares(lambda w, m: inspect_heads.argmax_shares(w, m)),
         "calls the library's argmax_shares",
     ),
-    Mistake("05 YT2 peak shares", "argmax over the queries", shares(lambda w, m: _peaks(w, m, axis=-2)), "over axis -2"),
+    Mistake(
+        "05 YT2 peak shares", "argmax over the queries", shares(lambda w, m: _peaks(w, m, axis=-2)), "over axis -2"
+    ),
     Mistake("05 YT2 peak shares", "previous and next swapped", shares(lambda w, m: _peaks(w, m, swap=True)), "swapped"),
     Mistake(
         "05 YT2 peak shares",
@@ -174,7 +180,7 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "05 YT2 peak shares",
         "counts instead of shares",
-        shares(lambda w, m: _peaks(w, m) * np.array([[w.shape[0] * (w.shape[2] - 1)]] * 2 + [[w.shape[0] * w.shape[2]]])),
+        shares(lambda w, m: _peaks(w, m) * np.array([[len(w) * (w.shape[2] - 1)]] * 2 + [[len(w) * w.shape[2]]])),
         "those are counts",
     ),
     Mistake(
@@ -237,7 +243,9 @@ MISTAKES: list[Mistake] = [
 RIGHT: list[RightAnswer] = [
     RightAnswer("05 YT1 head parts", "a loop over the heads", parts(_parts)),
     RightAnswer(
-        "05 YT1 head parts", "one reshape and a broadcast product", parts(lambda o, wo: o @ wo.reshape(o.shape[1], o.shape[3], -1)[None])
+        "05 YT1 head parts",
+        "one reshape and a broadcast product",
+        parts(lambda o, wo: o @ wo.reshape(o.shape[1], o.shape[3], -1)[None]),
     ),
     RightAnswer(
         "05 YT1 head parts",

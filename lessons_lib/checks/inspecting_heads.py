@@ -297,8 +297,8 @@ def check_head_parts(function: Any) -> Verdict:
         if not verdict.ok:
             if not verdict.answered:
                 return verdict
-            lesson = _LESSON_PART
-            if _works_at_lesson_sizes(function, lambda f: _parts_verdict(question, f, *_part_problem(*lesson, 99))):
+            lesson_problem = _part_problem(*_LESSON_PART, 99)
+            if _works_at_lesson_sizes(function, lambda f, p=lesson_problem: _parts_verdict(question, f, *p)):
                 return failed(question, "right at the lesson's sizes (h = 4, d_h = 4, D = 16) but not at "
                                         f"h = {h}, d_h = {d_h}, D = {h * d_h}: a size is written into the "
                                         "function; take h and d_h from head_out.shape")
@@ -310,7 +310,7 @@ def check_head_parts(function: Any) -> Verdict:
 
 
 def _parts_verdict(question: str, function: Any, head_out: NDArray[np.float64], wo: NDArray[np.float64]) -> Verdict:
-    B, h, T, d_h = head_out.shape
+    _, h, _, d_h = head_out.shape
     D = wo.shape[1]
     what = "the body: every head's output times its rows of wo, shape (B, h, T, D)"
     result = function_answer(question, function, (head_out.copy(), wo.copy()), what)
@@ -424,10 +424,8 @@ def check_argmax_shares(function: Any) -> Verdict:
         if not verdict.ok:
             if not verdict.answered:
                 return verdict
-            lesson = _LESSON_SHARES
-            if _works_at_lesson_sizes(
-                function, lambda f: _shares_verdict(question, f, *_share_problem(*lesson))
-            ):
+            lesson_maps = _share_problem(*_LESSON_SHARES)
+            if _works_at_lesson_sizes(function, lambda f, p=lesson_maps: _shares_verdict(question, f, *p)):
                 return failed(question, f"right at the lesson's sizes (h = 4, T = 8) but not at h = {h}, "
                                         f"T = {T}: a size is written into the function; take B, h and T from "
                                         "weights.shape")

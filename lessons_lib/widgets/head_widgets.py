@@ -99,7 +99,8 @@ class HeadExplorer(LessonWidget):
             "map": self.averaged[item] if average else self.weights[item, head],
             "title": f"seq {item}: {shown}",
             "columns": columns,
-            **{name: None if average else head_columns(getattr(layer, name), head, layer.heads) for name in PROJECTIONS},
+            **{name: None if average else head_columns(getattr(layer, name), head, layer.heads)
+               for name in PROJECTIONS},
         }
 
     def _build(self) -> list[Artist]:
@@ -240,7 +241,7 @@ class HeadReslicer(LessonWidget):
     def _lay_out_maps(self) -> None:
         """Axes and head names for the drawn maps, in one row."""
         d = self.data
-        (T, S), visible = d["maps"].shape[1:], d["visible"]
+        S, visible = d["maps"].shape[2], d["visible"]
         tiled = self._tiled()
         rows, cols = tiled.shape
         ax = self._maps_ax

@@ -126,12 +126,14 @@ def test_head_explorer_follows_its_controls(model: ToyHeads) -> None:
     # The average is no head's map: no head's columns beside it (issue 28), blank panels that say so.
     assert explorer.data["head"] == 2 and explorer.data["columns"] is None
     assert all(explorer.data[name] is None for name in ("wq", "wk", "wv"))
+    assert explorer.controls["head"].disabled  # no head is shown: the head control has nothing to change
     assert [ax.get_title() for ax in explorer._axes[1:]] == ["wq: no head", "wk: no head", "wv: no head"]
     # A blank panel: every entry NaN (matplotlib masks them), none drawn.
     assert all(np.isnan(np.asarray(image.get_array(), dtype=float)).all() for image in explorer._columns)
     explorer._pictures.clear()  # draw it now: a kept picture would leave the figure as it was
     explorer.controls["average"].value = False
     assert explorer.data["columns"] == (8, 12) and explorer._axes[1].get_title() == "wq[:, 8:12]"
+    assert not explorer.controls["head"].disabled
     assert np.allclose(explorer.data["map"], weights[3, 2])
     assert repr(explorer) == "HeadExplorer(head=2, sequence=3, average=False)"
 
@@ -172,10 +174,11 @@ def test_reslicer_labels_every_map_it_draws(model: ToyHeads) -> None:
     four maps are drawn at once, chosen with "heads shown", each with its tokens and its name."""
     reslicer = HeadReslicer(model)
     shown = reslicer.controls["shown"]
-    assert [value for _, value in shown.options] == [0]
+    assert [value for _, value in shown.options] == [0] and shown.disabled  # h = 4: every map fits
     for h, pages in ((8, [0, 4]), (16, [0, 4, 8, 12]), (2, [0]), (1, [0])):
         reslicer.controls["heads"].value = h
         assert [value for _, value in shown.options] == pages and shown.value == 0
+        assert shown.disabled == (len(pages) == 1)
         for first in pages:
             reslicer._pictures.clear()  # draw it now: a kept picture would leave the figure as it was
             shown.value = first

@@ -85,6 +85,11 @@ class HeadExplorer(LessonWidget):
         }
         super().__init__(controls, size=(9.0, 2.8))
 
+    def _changed(self, name: str) -> None:
+        # While the map is the average, no head is shown: the head control has nothing to change.
+        self.controls["head"].disabled = bool(self.controls["average"].value)
+        self.refresh()
+
     def _compute(self) -> dict[str, Any]:
         head, item = int(self.controls["head"].value), int(self.controls["sequence"].value)
         average = bool(self.controls["average"].value)
@@ -172,6 +177,7 @@ class HeadReslicer(LessonWidget):
             "shown": widgets.Dropdown(options=_pages(layer.heads), value=0, description="heads shown"),
             "sequence": widgets.IntSlider(value=0, min=0, max=batch_size - 1, description="sequence"),
         }
+        controls["shown"].disabled = len(_pages(layer.heads)) == 1  # all heads fit: nothing to choose
         super().__init__(controls, size=(9.0, 2.8))
         # Wide enough for the longest group any h offers ("heads 12-15"), not only the first h's.
         longest = max(len(name) for h in head_options(layer.width) for name, _ in _pages(h))
@@ -179,7 +185,9 @@ class HeadReslicer(LessonWidget):
 
     def _changed(self, name: str) -> None:
         if name == "heads":  # a new cut: its own pages, from its first heads
-            self._replace_options("shown", _pages(int(self.controls["heads"].value)), 0)
+            pages = _pages(int(self.controls["heads"].value))
+            self._replace_options("shown", pages, 0)
+            self.controls["shown"].disabled = len(pages) == 1  # all heads fit: nothing to choose
         self.refresh()
 
     def _compute(self) -> dict[str, Any]:

@@ -223,6 +223,8 @@ MISTAKES: list[Mistake] = [
     Mistake("05 YT4 weight entries", "S * S", entries(B * H * S * S), "you used S twice"),
     Mistake("05 YT4 weight entries", "d_h = 64 taken for h", entries(B * 64 * T * S), "as if there were 64 heads"),
     Mistake("05 YT4 weight entries", "bytes in float32", entries(4 * B * H * T * S), "bytes in float32"),
+    Mistake("05 YT4 weight entries", "T + S for both axes", entries(B * H * (T + S) ** 2), "T + S for both axes"),
+    Mistake("05 YT4 weight entries", "T + S instead of T * S", entries(B * H * (T + S)), "you added T and S"),
     Mistake(
         "05 YT4 weight entries", "a float from /", entries(B * (D / 64) * T * S), "is a float, and the question asks"
     ),
@@ -238,6 +240,10 @@ MISTAKES: list[Mistake] = [
     ),
     Mistake("05 YT5 score multiplies", "T twice", multiplies(B * H * T * T * 64), "you used T twice"),
     Mistake("05 YT5 score multiplies", "batch left out", multiplies(H * T * S * 64), "you left out the batch"),
+    Mistake("05 YT5 score multiplies", "T + S scores per head", multiplies(B * H * (T + S) * 64), "you added T and S"),
+    Mistake(
+        "05 YT5 score multiplies", "bytes of float32 entries", multiplies(4 * B * H * T * S), "not it", named=False
+    ),
 ]
 
 RIGHT: list[RightAnswer] = [

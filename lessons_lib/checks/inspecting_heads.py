@@ -72,6 +72,9 @@ def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verd
         (B * h * T * T, "you used T twice: the maps are (T, S), queries by source positions, and the "
                         "key axis has S positions, not T"),
         (B * h * S * S, "you used S twice: the maps are (T, S), and the query axis has T positions, not S"),
+        (B * h * (T + S) ** 2, "you used T + S for both axes of a map; a map has T rows (queries) and S "
+                               "columns (source positions)"),
+        (B * h * (T + S), "you added T and S: a (T, S) map has T rows of S entries each, T * S entries"),
         (4 * right, "that is bytes in float32; the question asks for entries, not bytes"),
         (8 * right, "that is bytes in float64; the question asks for entries, not bytes"),
     ])
@@ -168,6 +171,10 @@ def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) 
         (B * h * T * T * d_h, "you used T twice: every query meets S keys, not T"),
         (B * h * S * S * d_h, "you used S twice: there are T queries, not S"),
         (h * T * S * d_h, "you left out the batch: each of the B sequences has its own scores"),
+        (B * h * (T + S) * d_h, "you added T and S: every one of the T queries meets every one of the S keys, "
+                                "T * S scores per head"),
+        (B * h * (T + S) ** 2 * d_h, "you used T + S for both query and key axes; there are T queries and S "
+                                     "keys"),
     ])
     return failed(question, mistake or f"{n} is not it: count the scores first, then the multiplications "
                                        f"inside one score")

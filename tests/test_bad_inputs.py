@@ -1081,7 +1081,7 @@ BAD_INPUTS = [
             "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
         ),
         ValueError,
-        ("route must be 'explicit' or 'absorbed', got 'fast'"),
+        ("route must be 'explicit', 'cached' or 'absorbed', got 'fast'"),
     ),
     Bad(
         "mla.LatentAttention",

@@ -74,9 +74,9 @@ def check_rebuilt_keys(
             hand-built layer, with the same shapes), to recognise them used by mistake.
 
     Recognises: the value up-projection used, section 1's latent or key up-projection used, head 0's
-    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, each head's keys
-    transposed ``(B, h, d_nope, T)``, heads concatenated ``(B, T, h * d_nope)``, one head only, and
-    the heads summed.
+    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
+    d_nope)`` (a list of per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads
+    concatenated ``(B, T, h * d_nope)``, one head only, and the heads summed.
     """
     question = "rebuilt keys"
     c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
@@ -122,6 +122,9 @@ def check_rebuilt_keys(
          "you concatenated the heads into (B, T, h * d_nope); keep the heads as their own axis"),
         (right[:, 0], "that is head 0 only; every head has its own w_uk[i], stack them all"),
         (right.sum(axis=1), "you summed over the heads; every head keeps its own keys"),
+        (right.transpose(1, 0, 2, 3),
+         "your heads axis comes first, (h, B, T, d_nope), as a plain list of per-head arrays or np.stack(..., "
+         "axis=0) gives; stack the heads at axis 1: (B, h, T, d_nope)"),
     ]
     mistake = first_match(a, candidates)
     return failed(
@@ -779,6 +782,9 @@ def _judge_mqa(result: Any, args: tuple[Floats, ...], right: tuple[Floats, Float
     if queries.shape == (B, h, T, d_c) or key.shape == (B, 1, S, d_c):
         return (f"you left out the decoupled rotary part: the queries are [q_i w_uk[i]^T ; q^R_i] and the key "
                 f"[latent ; rope_key], both d_c + d_rope = {wide} wide")
+    if d_rope != d_c and value.shape == (B, 1, S, d_rope):
+        return (f"your value is {d_rope} wide, the rotary key's width: the value is the latent, (B, 1, S, d_c = "
+                f"{d_c}); the rotary key only shapes the scores")
     if value.shape == (B, 1, S, wide):
         return (f"the value is the latent alone, (B, 1, S, d_c = {d_c}): the rotary key only shapes the scores, "
                 "it is never mixed into the output")

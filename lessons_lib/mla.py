@@ -178,7 +178,7 @@ def multi_query_attention(
     check_array("queries", queries, "numpy", "(B, h, T, d_k)", np.float64)
     check_array("key", key, "numpy", "(B, 1, S, d_k)", np.float64)
     check_array("value", value, "numpy", "(B, 1, S, d_v)", np.float64)
-    (B, _, _, d_k), (S, d_v) = queries.shape, value.shape[2:]
+    (B, _, _, d_k), S = queries.shape, value.shape[2]
     if key.shape != (B, 1, S, d_k) or value.shape[:2] != (B, 1):
         raise ValueError(f"multi-query attention needs key (B, 1, S, d_k) = {(B, 1, S, d_k)} and value "
                          f"(B, 1, S, d_v) with one head each, got key {key.shape} and value {value.shape}")
@@ -419,7 +419,10 @@ class LatentAttention:
         return queries, key, cache.latent[:, None]  # value (B, 1, S, d_c)
 
     def output_from_latent(self, context: Array) -> Array:
-        """``context (B, h, T, d_c)`` (each head's weighted latent) -> output ``(B, T, D)``: ``w_uv[i]`` then ``w_o[i]``."""
+        """``context (B, h, T, d_c)``, each head's weighted latent -> output ``(B, T, D)``.
+
+        ``w_uv[i]`` turns head ``i``'s mixed latent into its values, then ``w_o[i]`` projects them.
+        """
         values = np.einsum("bhtc,hcv->bhtv", context, self.w_uv)  # (B, h, T, d_c) x (h, d_c, d_v) -> (B, h, T, d_v)
         output: Array = np.einsum("bhtv,hvd->btd", values, self.w_o)  # sum over heads -> (B, T, D)
         return output

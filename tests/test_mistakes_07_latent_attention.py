@@ -162,7 +162,7 @@ def mqa_right(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> tup
     return queries, np.concatenate([latent, rope_key], axis=-1)[:, None], latent[:, None]
 
 
-def mqa_changed(change: Callable[[tuple[Any, Any, Any], Any], Any]) -> Callable[..., Any]:
+def mqa_changed(change: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *args: change(mqa_right(*args), *args)
 
 
@@ -179,6 +179,9 @@ def mqa_hard_coded_batch(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: 
 def changed(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
     return lambda x, latent, w: change(right_scores(x, latent, w))
 
+
+ABSORBED_Q = "07 absorbed query (library checker)"
+OLD_SCORES = "07 scores from absorbed weights (library checker)"
 
 MISTAKES: list[Mistake] = [
     # ----- Your turn 4: MLA cache per token, all layers -----
@@ -246,38 +249,38 @@ MISTAKES: list[Mistake] = [
     Mistake("07 YT1 rebuilt keys", "some other array of the right shape", lambda: keys(RIGHT_KEYS * 2),
             "the shape (1, 4, 12, 4) is right but the numbers are not", named=False),
     # ----- check_absorbed_query_weight (kept in the library, no longer an exercise) -----
-    Mistake("07 absorbed query (library checker)", "section 1's w_q and w_uk (section 2's w_q_absorbed)",
+    Mistake(ABSORBED_Q, "section 1's w_q and w_uk (section 2's w_q_absorbed)",
             lambda: absorbed(absorb(w_q, w_uk)), "section 2's w_q_absorbed"),
-    Mistake("07 absorbed query (library checker)", "section 1's w_uk", lambda: absorbed(absorb(layer.w_q, w_uk)),
+    Mistake(ABSORBED_Q, "section 1's w_uk", lambda: absorbed(absorb(layer.w_q, w_uk)),
             "section 1's `w_uk`"),
-    Mistake("07 absorbed query (library checker)", "section 1's w_q", lambda: absorbed(absorb(w_q, layer.w_uk)), "section 1's `w_q`"),
-    Mistake("07 absorbed query (library checker)", "head 0's w_uk for every head",
+    Mistake(ABSORBED_Q, "section 1's w_q", lambda: absorbed(absorb(w_q, layer.w_uk)), "section 1's `w_q`"),
+    Mistake(ABSORBED_Q, "head 0's w_uk for every head",
             lambda: absorbed(np.einsum("hdn,cn->hdc", layer.w_q, layer.w_uk[0])), "head 0's key up-projection"),
-    Mistake("07 absorbed query (library checker)", "summed over heads", lambda: absorbed(RIGHT_ABSORBED.sum(0)),
+    Mistake(ABSORBED_Q, "summed over heads", lambda: absorbed(RIGHT_ABSORBED.sum(0)),
             "summed over the heads"),
-    Mistake("07 absorbed query (library checker)", "transposed", lambda: absorbed(np.swapaxes(RIGHT_ABSORBED, -1, -2)), "transposed"),
-    Mistake("07 absorbed query (library checker)", "w_uv absorbed", lambda: absorbed(absorb(layer.w_q, layer.w_uv)),
+    Mistake(ABSORBED_Q, "transposed", lambda: absorbed(np.swapaxes(RIGHT_ABSORBED, -1, -2)), "transposed"),
+    Mistake(ABSORBED_Q, "w_uv absorbed", lambda: absorbed(absorb(layer.w_q, layer.w_uv)),
             "you absorbed w_uv"),
-    Mistake("07 absorbed query (library checker)", "some other array of the right shape", lambda: absorbed(RIGHT_ABSORBED + 1),
+    Mistake(ABSORBED_Q, "some other array of the right shape", lambda: absorbed(RIGHT_ABSORBED + 1),
             "the shape (4, 16, 6) is right but the numbers are not", named=False),
     # ----- check_latent_scores (kept in the library, no longer an exercise) -----
-    Mistake("07 latent scores from absorbed weights (library checker)", "broadcasting bug: the latent has no heads axis", lambda: scores(no_heads_axis),
+    Mistake(OLD_SCORES, "broadcasting bug: the latent has no heads axis", lambda: scores(no_heads_axis),
             "latent[:, None]"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "reads the notebook's h and d_c", lambda: scores(reads_h),
+    Mistake(OLD_SCORES, "reads the notebook's h and d_c", lambda: scores(reads_h),
             "reads the notebook's `h`, `d_c`"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "rebuilds keys with the notebook's layer", lambda: scores(rebuilds_keys_from_layer),
+    Mistake(OLD_SCORES, "rebuilds keys with the notebook's layer", lambda: scores(rebuilds_keys_from_layer),
             "reads the notebook's `layer`"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "scaled by 1/sqrt(d_nope)", lambda: scores(changed(lambda s: s / 2.0)),
+    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_nope)", lambda: scores(changed(lambda s: s / 2.0)),
             "1/sqrt(d_nope)"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "scaled by 1/sqrt(d_c)", lambda: scores(changed(lambda s: s / math.sqrt(d_c))),
+    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_c)", lambda: scores(changed(lambda s: s / math.sqrt(d_c))),
             "1/sqrt(d_c)"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "heads summed", lambda: scores(changed(lambda s: s.sum(1))),
+    Mistake(OLD_SCORES, "heads summed", lambda: scores(changed(lambda s: s.sum(1))),
             "summed over the heads"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "scores transposed", lambda: scores(changed(lambda s: np.swapaxes(s, -1, -2))),
+    Mistake(OLD_SCORES, "scores transposed", lambda: scores(changed(lambda s: np.swapaxes(s, -1, -2))),
             "transposed"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "returns a torch tensor for NumPy inputs",
+    Mistake(OLD_SCORES, "returns a torch tensor for NumPy inputs",
             lambda: scores(changed(lambda s: torch.from_numpy(s))), "must return a NumPy array"),
-    Mistake("07 latent scores from absorbed weights (library checker)", "returns float32", lambda: scores(changed(lambda s: s.astype(np.float32))),
+    Mistake(OLD_SCORES, "returns float32", lambda: scores(changed(lambda s: s.astype(np.float32))),
             "returned float32"),
 ]
 
@@ -346,11 +349,11 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("07 YT1 rebuilt keys", "a per-head loop, stacked", lambda: keys(
         np.stack([latent @ w_uk[i] for i in range(h)], axis=1))),
     RightAnswer("07 YT1 rebuilt keys", "broadcast matmul", lambda: keys(latent[:, None] @ w_uk)),
-    RightAnswer("07 absorbed query (library checker)", "a per-head loop, stacked", lambda: absorbed(
+    RightAnswer(ABSORBED_Q, "a per-head loop, stacked", lambda: absorbed(
         np.stack([layer.w_q[i] @ layer.w_uk[i].T for i in range(h)]))),
-    RightAnswer("07 latent scores from absorbed weights (library checker)", "an einsum in one go", lambda: scores(
+    RightAnswer(OLD_SCORES, "an einsum in one go", lambda: scores(
         lambda x, latent, w: np.einsum("btd,hdc,bsc->bhts", x, w, latent))),
-    RightAnswer("07 latent scores from absorbed weights (library checker)", "the absorbed route, by the lesson's solution", lambda: scores(right_scores)),
+    RightAnswer(OLD_SCORES, "the absorbed route, by the lesson's solution", lambda: scores(right_scores)),
 ]
 
 

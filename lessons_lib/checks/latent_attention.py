@@ -740,7 +740,8 @@ def _mqa_problem(rng: np.random.Generator, B: int, T: int, S: int, h: int, d_c: 
                  ) -> tuple[tuple[Floats, ...], tuple[Floats, Floats, Floats]]:
     """Random ``(q, q_rope, latent, rope_key, w_uk)`` and the right ``(queries, key, value)``."""
     args = (rng.standard_normal((B, h, T, d_nope)), rng.standard_normal((B, h, T, d_rope)),
-            rng.standard_normal((B, S, d_c)), rng.standard_normal((B, S, d_rope)), rng.standard_normal((h, d_c, d_nope)))
+            rng.standard_normal((B, S, d_c)), rng.standard_normal((B, S, d_rope)),
+            rng.standard_normal((h, d_c, d_nope)))
     return args, _right_mqa(*args)
 
 
@@ -766,7 +767,7 @@ def _judge_mqa(result: Any, args: tuple[Floats, ...], right: tuple[Floats, Float
         if isinstance(part, Verdict):
             return f"{name}: {part.message.split('] ', 1)[-1]}"
     queries, key, value = (np.asarray(part) for part in parts)
-    q, q_rope, latent, rope_key, w_uk = args
+    q, latent, rope_key = args[0], args[2], args[3]
     right_q, right_k, right_v = right
     (B, h, T, _), (S, d_c), d_rope = q.shape, latent.shape[1:], rope_key.shape[-1]
     wide = d_c + d_rope
@@ -851,7 +852,7 @@ def check_latent_as_mqa(function: Any, q: Any, q_rope: Any, latent: Any, rope_ke
         if not globals_read and sizes["B"] > 1:
             reads = "check the batch axis: with B = 1 a misplaced batch axis hides"
         return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): {reads}")
-    B, h, T, _ = args[0].shape
+    h = args[0].shape[1]
     return passed(question, f"{h} query heads of width d_c + d_rope = {args[2].shape[-1] + args[3].shape[-1]} share "
                             "one key [latent ; rope_key] and one value (the latent): multi-query attention over the "
                             "latent (also on two problems of other sizes)")

@@ -84,7 +84,8 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
     D, h, d_c, d_nope, d_rope, d_v = (n[key] for key in SIZE_KEYS)
     query_source, query_up = ("c^Q", "W_uq") if "d_cq" in n else ("x", "W_q")
     query_latent = {} if "d_cq" not in n else {
-        "query_latent": f"query latent c^Q = x W_dq (d_c' = {n['d_cq']}),\nRMSNorm (q_a_layernorm), then W_uq\n{LEFT_OUT}"}
+        "query_latent": f"query latent c^Q = x W_dq (d_c' = {n['d_cq']}),\n"
+                        f"RMSNorm (q_a_layernorm), then W_uq\n{LEFT_OUT}"}
     return {
         "x": f"x\nD = {D}",
         **query_latent,

@@ -471,11 +471,12 @@ def check_tiled_attention(tiled: Any) -> Verdict:
 # ----- the tile of the backward pass ---------------------------------------------------------------
 def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *,
                   weights: str = "lse", d_term: str = "row", shape: str = "right", scale_scores: bool = True,
-                  scale_grads: bool = True) -> tuple[Floats, Floats, Floats]:
+                  scale_grads: bool = True, d: int | None = None) -> tuple[Floats, Floats, Floats]:
     """One tile's shares ``(dq, dk, dv)``, or a known mistake: ``weights`` "lse" (right), "exp" (no
     logsumexp subtracted), "softmax" (a softmax over the tile's keys only); ``d_term`` "row" (right),
-    "tile" (D summed over this tile's keys only), "none" (dz = p * dp), "no_p" (dz = dp - D), "sign"."""
-    scale = 1.0 / math.sqrt(q.shape[-1])
+    "tile" (D summed over this tile's keys only), "none" (dz = p * dp), "no_p" (dz = dp - D), "sign";
+    ``d``: the width the scale is taken from (a width hard-coded from elsewhere), ``None``: q's own."""
+    scale = 1.0 / math.sqrt(d or q.shape[-1])
     kt = np.swapaxes(k, -1, -2)
     z = (q @ kt) * (scale if scale_scores else 1.0)  # (..., t, n)
     if weights == "lse":
@@ -598,9 +599,8 @@ def check_tile_grads(tile_grads: Any) -> Verdict:
             first_d = TILE_PROBLEMS[0][3]
             d = problem["q_i"].shape[-1]
             parts = [np.asarray(part) for part in result]
-            grads = _tile_variant(*problem.values())
-            hard = [g * math.sqrt(d) / math.sqrt(first_d) for g in grads[:2]]
-            if len(parts) == 3 and same(parts[0], hard[0]) and same(parts[1], hard[1]):
+            hard = _tile_variant(*problem.values(), d=first_d)
+            if len(parts) == 3 and all(same(a, b) for a, b in zip(parts, hard, strict=True)):
                 return failed(question, f"right on the notebook's tile, wrong on a tile with d = {d}: your scale "
                                         f"uses d = {first_d} from the notebook; take it from q_i.shape[-1]")
             return failed(question, f"right on the notebook's tile, but not on a tile of other sizes ({d=}): "

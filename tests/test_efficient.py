@@ -7,9 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention, tiled_attention_trace
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
+
+Floats = NDArray[np.float64]
+Mask = NDArray[np.bool_]
 
 
 def test_online_softmax_equals_softmax() -> None:
@@ -187,15 +191,17 @@ def test_trace_rejects_bad_input() -> None:
 
 
 # ----- the backward pass -----------------------------------------------------------------------------
-def _autograd(q: np.ndarray, k: np.ndarray, v: np.ndarray, grad: np.ndarray,
-              allowed: np.ndarray | None) -> list[np.ndarray]:
+def _autograd(q: Floats, k: Floats, v: Floats, grad: Floats, allowed: Mask | None) -> list[Floats]:
+    """dq, dk, dv of PyTorch's autograd through scaled_dot_product_attention."""
     import torch
     import torch.nn.functional as F
 
-    tensors = [torch.from_numpy(a).requires_grad_() for a in (q, k, v)]
+    q_t, k_t, v_t = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
     mask = None if allowed is None else torch.from_numpy(allowed)
-    F.scaled_dot_product_attention(*tensors, attn_mask=mask).backward(torch.from_numpy(grad))
-    return [t.grad.numpy() for t in tensors]  # type: ignore[union-attr]
+    out = F.scaled_dot_product_attention(q_t, k_t, v_t, attn_mask=mask)
+    torch.autograd.backward(out, torch.from_numpy(grad))
+    grads = [t.grad for t in (q_t, k_t, v_t)]
+    return [g.numpy() for g in grads if g is not None]
 
 
 @pytest.mark.parametrize("causal", [False, True])

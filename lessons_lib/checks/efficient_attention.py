@@ -590,7 +590,8 @@ def check_tile_grads(tile_grads: Any) -> Verdict:
             result = function_answer(question, tile_grads, tuple(a.copy() for a in problem.values()), what)
         if isinstance(result, Verdict):
             if "raised" in result.message and ".T" in _source(tile_grads):
-                return failed(question, result.message + "; .T reverses EVERY axis of an array with leading axes: use np.swapaxes(x, -1, -2)")
+                return failed(question, result.message + "; .T reverses EVERY axis of an array with leading axes: "
+                                                         "use np.swapaxes(x, -1, -2)")
             return result
         verdict = _judge_tile(question, result, problem)
         if verdict is None:

@@ -67,6 +67,21 @@ def upside_down_guarded(m: float, total: float, block: Floats) -> tuple[float, f
     return m_new, total * factor + np.exp(block - m_new).sum()
 
 
+def max_against_array(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block)  # a float against an array: ValueError from the array's truth value
+    return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
+
+
+def factor_on_new_block(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block.max())
+    return m_new, total + math.exp(m - m_new) * np.exp(block - m_new).sum()
+
+
+def np_max_of_two(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = np.max(m, block.max())  # the second argument is an axis: TypeError
+    return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
+
+
 def calls_the_library(m: float, total: float, block: Floats) -> tuple[float, float]:
     step = efficient.online_softmax_trace(block, len(block))[-1]
     return max(m, step.running_max), total + step.running_sum
@@ -95,6 +110,47 @@ def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[i
         acc = (acc * factor[..., None] if rescale_output else acc) + p @ v[..., start : start + block_size, :]
         m = m_new
     return acc / total[..., None] if divide else acc
+
+
+def tiled_with_dot_t(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    acc = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ k[..., start : start + block_size, :].T / math.sqrt(q.shape[-1])  # .T reverses every axis
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        total = total * np.exp(m - m_new) + p.sum(-1)
+        acc = acc * np.exp(m - m_new)[..., None] + p @ v[..., start : start + block_size, :]
+        m = m_new
+    return acc / total[..., None]
+
+
+def divided_each_step(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / math.sqrt(q.shape[-1])
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        total = total * np.exp(m - m_new) + p.sum(-1)
+        out = (out * np.exp(m - m_new)[..., None] + p @ v[..., start : start + block_size, :]) / total[..., None]
+        m = m_new
+    return out
+
+
+def normalised_each_step(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    """FlashAttention-1's form: the output kept divided by the running sum, done right."""
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / math.sqrt(q.shape[-1])
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        kept = total * np.exp(m - m_new)
+        total = kept + p.sum(-1)
+        out = (kept[..., None] * out + p @ v[..., start : start + block_size, :]) / total[..., None]
+        m = m_new
+    return out
 
 
 def query_blocks_drop_last(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
@@ -206,6 +262,14 @@ MISTAKES: list[Mistake] = [
         lambda m, total, b: (b.max(), total * math.exp(m - b.max()) + np.exp(b - b.max()).sum())), "block's max only"),
     Mistake("08 YT1 online update", "pair in the wrong order", lambda: ea.check_online_update(
         lambda m, total, b: right_update(m, total, b)[::-1]), "returned (l_new, m_new)"),
+    Mistake("08 YT1 online update", "max(m, block): the number against the whole array",
+            lambda: ea.check_online_update(max_against_array), "Take the block's largest score first"),
+    Mistake("08 YT1 online update", "np.max(m, block.max()): the second argument is an axis",
+            lambda: ea.check_online_update(np_max_of_two), "reads b as an AXIS"),
+    Mistake("08 YT1 online update", "the old m returned", lambda: ea.check_online_update(
+        lambda m, total, b: (m, right_update(m, total, b)[1])), "you returned the old m"),
+    Mistake("08 YT1 online update", "the factor on the new block's sum",
+            lambda: ea.check_online_update(factor_on_new_block), "it belongs on the OLD sum l"),
     Mistake("08 YT1 online update", "calls the library's online_softmax_trace",
             lambda: ea.check_online_update(calls_the_library), "calls the library's online_softmax_trace"),
     # ----- Your turn 2: tiled attention -----
@@ -225,6 +289,10 @@ MISTAKES: list[Mistake] = [
     Mistake("08 YT2 tiled attention", "running output not rescaled",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, rescale_output=False)),
             "did not rescale the running output"),
+    Mistake("08 YT2 tiled attention", ".T on arrays with leading axes", lambda: check(tiled_with_dot_t),
+            ".T reverses EVERY axis"),
+    Mistake("08 YT2 tiled attention", "divided by the running sum in every step, old sum not multiplied back",
+            lambda: check(divided_each_step), "divide the running output by the running sum in every step"),
     Mistake("08 YT2 tiled attention", "no final division",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, divide=False)), "final division"),
     Mistake("08 YT2 tiled attention", "no 1/sqrt(d)", lambda: check(lambda q, k, v, b: tiled(q, k, v, b, scale=False)),
@@ -273,6 +341,8 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("08 YT1 online update", "the lesson's update", lambda: ea.check_online_update(right_update)),
     RightAnswer("08 YT2 tiled attention", "a loop over keys", lambda: check(tiled)),
     RightAnswer("08 YT2 tiled attention", "query blocks too, the short last one kept", lambda: check(query_blocks)),
+    RightAnswer("08 YT2 tiled attention", "the output kept normalised in every step (FlashAttention-1's form)",
+                lambda: check(normalised_each_step)),
 ]
 
 

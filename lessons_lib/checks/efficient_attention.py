@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import tracemalloc
 from collections.abc import Callable
 from functools import partial
@@ -228,13 +229,21 @@ UPDATE_ROWS = ((np.array([0.5, 2.0, -1.0, 3.5, 1.0, 0.0, 4.0, -2.0]), 3),
 
 
 def _update(m: float, total: float, block: Floats, /, *, running: bool = True, rescale: bool = True,
-            shift: bool = True, swap: bool = False, upside_down: bool = False) -> tuple[float, float]:
+            shift: bool = True, swap: bool = False, upside_down: bool = False, stale: bool = False,
+            rescale_new: bool = False) -> tuple[float, float]:
     """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off
-    (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN)."""
+    (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN;
+    ``stale``: the old ``m`` returned in place of ``m_new``; ``rescale_new``: the factor put on the new
+    block's sum instead of the old sum)."""
     m_new = max(m, float(block.max())) if running else float(block.max())
     factor = math.exp(m - m_new) if not upside_down else 0.0 if m == -math.inf else math.exp(m_new - m)
-    total = total * (factor if rescale else 1.0) + float(np.exp(block - m_new if shift else block).sum())
-    return (total, m_new) if swap else (m_new, total)
+    new_part = float(np.exp(block - m_new if shift else block).sum())
+    if rescale_new:
+        total = total + factor * new_part
+    else:
+        total = total * (factor if rescale else 1.0) + new_part
+    m_out = m if stale else m_new
+    return (total, m_out) if swap else (m_out, total)
 
 
 _RESCALE = ("you forgot to rescale l: the old sum was measured against m, so when the max grows to m_new it must "
@@ -255,6 +264,10 @@ UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
     ({"running": False, "rescale": False}, _BLOCK_ONLY),
     ({"swap": True}, "you returned (l_new, m_new); return the pair in the order (m_new, l_new)"),
     ({"upside_down": True}, _UPSIDE_DOWN),
+    ({"stale": True}, "you returned the old m, not m_new: the next step must start from the maximum of everything "
+                      "read so far, so return the new running maximum"),
+    ({"rescale_new": True}, "you put the factor exp(m - m_new) on the new block's sum; it belongs on the OLD sum l, "
+                            "which was measured against m. The new block is already measured against m_new"),
 )
 
 
@@ -290,6 +303,12 @@ def check_online_update(update: Any) -> Verdict:
     with np.errstate(all="ignore"):
         trace = _trace(question, update, what)
     if isinstance(trace, Verdict):
+        if "truth value of an array" in trace.message:
+            return failed(question, trace.message + ". Does your code compare the number m with the whole block, as in "
+                                    "max(m, block)? Take the block's largest score first: block.max()")
+        if "cannot be interpreted as an integer" in trace.message and "np.max(" in _source(update).replace(" ", ""):
+            return failed(question, trace.message + ". np.max(a, b) reads b as an AXIS; the larger of two numbers is "
+                                    "max(a, b) or np.maximum(a, b)")
         return trace
     right = _trace(question, _update, what)
     assert not isinstance(right, Verdict)
@@ -308,7 +327,7 @@ def check_online_update(update: Any) -> Verdict:
 
 def _tiled_variant(
     q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool = True, normalise: bool = True,
-    scale: bool = True, upside_down: bool = False, drop_last: bool = False,
+    scale: bool = True, upside_down: bool = False, drop_last: bool = False, divide_each_step: bool = False,
 ) -> Floats:
     """Tiled attention with one step optionally left out or wrong (to recognise that mistake):
     ``upside_down`` rescales by ``exp(m_new - m)`` (guarded so that the first block is not NaN),
@@ -331,8 +350,10 @@ def _tiled_variant(
         p = np.exp(s - new_max[..., None])
         running_sum = factor * running_sum + p.sum(axis=-1)
         acc = (factor[..., None] * acc if rescale else acc) + p @ v[..., start : start + block_size, :]
+        if divide_each_step:  # the output kept divided by the sum, without multiplying the old sum back
+            acc = acc / running_sum[..., None]
         running_max = new_max
-    return acc / running_sum[..., None] if normalise else acc
+    return acc / running_sum[..., None] if normalise and not divide_each_step else acc
 
 
 _TILED_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum and output; they were "
@@ -354,6 +375,10 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
          "you forgot the final division: the accumulated output must be divided by the running sum l"),
         (lambda: _tiled_variant(q, k, v, block_size, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
         (lambda: _tiled_variant(q, k, v, block_size, upside_down=True), _TILED_UPSIDE_DOWN),
+        (lambda: _tiled_variant(q, k, v, block_size, divide_each_step=True),
+         "you divide the running output by the running sum in every step, but the old output was already divided by "
+         "the OLD sum: multiply it back by that sum (and the rescale) before adding the new block, or, simpler, keep "
+         "the output un-divided and divide once after the loop"),
         (lambda: _tiled_variant(q, k, v, block_size, drop_last=True) if S % block_size else None,
          f"your loop drops the short last block of keys: with S = {S} and blocks of {block_size} the last block "
          f"holds {S % block_size} key(s). Loop with range(0, S, block_size): slicing past the end simply gives a "
@@ -436,6 +461,9 @@ def check_tiled_attention(tiled: Any) -> Verdict:
         with np.errstate(all="ignore"):
             returned = function_answer(question, tiled, (q.copy(), k.copy(), v.copy(), block), what)
         if isinstance(returned, Verdict):
+            if "raised" in returned.message and _uses_dot_t(tiled):
+                return failed(question, returned.message + "; .T reverses EVERY axis of an array with leading axes: "
+                                                           "use np.swapaxes(x, -1, -2)")
             return returned
         kind = same_kind(question, returned, q)
         if kind is not None:
@@ -589,7 +617,7 @@ def check_tile_grads(tile_grads: Any) -> Verdict:
         with np.errstate(all="ignore"):
             result = function_answer(question, tile_grads, tuple(a.copy() for a in problem.values()), what)
         if isinstance(result, Verdict):
-            if "raised" in result.message and ".T" in _source(tile_grads):
+            if "raised" in result.message and _uses_dot_t(tile_grads):
                 return failed(question, result.message + "; .T reverses EVERY axis of an array with leading axes: "
                                                          "use np.swapaxes(x, -1, -2)")
             return result
@@ -609,6 +637,11 @@ def check_tile_grads(tile_grads: Any) -> Verdict:
         return verdict
     return passed(question, "the shares of dq, dk and dv are right on three tiles of different sizes: summed over "
                             "the tiles, they give the whole gradient without a (T, S) array")
+
+
+def _uses_dot_t(function: Any) -> bool:
+    """Whether the learner's code writes ``x.T`` (which reverses every axis of an array with leading axes)."""
+    return re.search(r"\.T\b", _source(function)) is not None
 
 
 def _source(function: Any) -> str:

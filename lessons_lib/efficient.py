@@ -14,6 +14,11 @@ Queries may also be processed in blocks (``query_block_size``), which bounds the
 masked adds nothing and is skipped, as FlashAttention skips the tiles above a causal diagonal.
 `tiled_attention_trace` runs the same loop for one head and records which tiles it visited, in
 which order, and one query row's running max and running sum after each key block.
+
+The backward pass comes twice: `attention_backward` from the stored weights ``P``, and
+`tiled_attention_backward` from one number per query, the logsumexp that `tiled_attention_forward`
+returns beside the output, rebuilding each tile of ``P`` when it needs it, as FlashAttention's
+backward pass does (Dao 2023, "FlashAttention-2", arXiv:2307.08691). Both equal PyTorch's autograd.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Quick check of the lesson "Efficient attention" (checkers in ``lessons_lib.checks.efficient_attention``):
-the weight count, the bytes of a score tile, SDPA with a mask, the online-softmax update, tiled attention.
+the online-softmax update, tiled attention, one tile of the recomputing backward pass, the weight count,
+the bytes of a score tile, SDPA with a mask.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 usual mistakes: leaving out the heads or the batch, counting entries instead of bytes, forgetting

@@ -1075,13 +1075,29 @@ BAD_INPUTS = [
         ("latent_width must be positive, got latent_width=0"),
     ),
     Bad(
+        "mla.latent_scores",
+        "latent_scores_sizes_disagree",
+        lambda: mla.latent_scores(np.ones((1, 2, 3, 4)), np.ones((1, 5, 6)), np.ones((2, 4, 6))),
+        ValueError,
+        ("q (B, h, T, d_nope), latent (B, S, d_c) and w_uk (h, d_c, d_nope) must agree, got (1, 2, 3, 4), "
+         "(1, 5, 6) and (2, 4, 6)"),
+    ),
+    Bad(
+        "mla.multi_query_attention",
+        "multi_query_attention_two_key_heads",
+        lambda: mla.multi_query_attention(np.ones((1, 2, 3, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 1, 5, 6)), 0.5),
+        ValueError,
+        ("multi-query attention needs key (B, 1, S, d_k) = (1, 1, 5, 4) and value (B, 1, S, d_v) with one head "
+         "each, got key (1, 2, 5, 4) and value (1, 1, 5, 6)"),
+    ),
+    Bad(
         "mla.attention_multiply_adds",
         "multiply_adds_unknown_route",
         lambda: mla.attention_multiply_adds(
             "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
         ),
         ValueError,
-        ("route must be 'explicit' or 'absorbed', got 'fast'"),
+        ("route must be 'explicit', 'cached' or 'absorbed', got 'fast'"),
     ),
     Bad(
         "mla.LatentAttention",
@@ -3011,6 +3027,24 @@ BAD_INPUTS = [
         ),
         ValueError,
         ("model_width must be positive, got model_width=0"),
+    ),
+    Bad(
+        "checks.latent_attention.check_query_latent_scores",
+        "check_query_latent_scores_w_uk_rank",
+        lambda: latent_attention.check_query_latent_scores(
+            None, np.ones((1, 3, 8)), np.ones((8, 4)), np.ones((2, 8, 2)), np.ones((4, 2))
+        ),
+        ValueError,
+        ("w_uk must have 3 axes laid out as (h, d_c, d_nope), got shape (4, 2)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_latent_as_mqa",
+        "check_latent_as_mqa_latent_rank",
+        lambda: latent_attention.check_latent_as_mqa(
+            None, np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 2)), np.ones((5, 6)), np.ones((1, 5, 2)), np.ones((2, 6, 4))
+        ),
+        ValueError,
+        ("latent must have 3 axes laid out as (B, S, d_c), got shape (5, 6)"),
     ),
     # ----- checks.efficient_attention ----------------------------------------------------------------
     Bad(

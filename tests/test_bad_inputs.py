@@ -1336,6 +1336,62 @@ BAD_INPUTS = [
     ),
     # ----- efficient ---------------------------------------------------------------------------------
     Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_weights",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 4)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        ("weights must have shape (2, 4, 5) (from q, k and v), got (2, 4, 4); pass the forward's own weights"),
+    ),
+    Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_grad",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 5)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 1))),
+        ValueError,
+        (
+            "grad_out must have the shape of the output (..., T, d_v) = (2, 4, 2), got (2, 4, 1); it is "
+            "dLoss/dOutput, one number per output number"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_wrong_logsumexp",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 2)), np.ones((2, 3)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        (
+            "logsumexp must hold one number per query, shape (2, 4), got (2, 3); pass the second result of "
+            "tiled_attention_forward"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_broadcast_axes",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((1, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((1, 4, 2)), np.ones((1, 4)),
+            np.ones((1, 4, 2))),
+        ValueError,
+        (
+            "the backward pass needs q, k and v with the same leading (batch/head) axes, got q (1, 4, 3), "
+            "k (2, 5, 3) and v (2, 5, 2); a broadcast axis would need its gradient summed: np.broadcast_to "
+            "them first"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_forward",
+        "tiled_forward_block_zero",
+        lambda: efficient.tiled_attention_forward(np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2)), block_size=0),
+        ValueError,
+        (
+            "block_size must be a positive number of positions per block, got block_size=0; use 1 for "
+            "one position at a time, or a value >= S for a single block"
+        ),
+    ),
+    Bad(
         "efficient.online_softmax",
         "online_softmax_empty_row",
         lambda: efficient.online_softmax(np.zeros((2, 0)), 2),
@@ -3032,6 +3088,13 @@ BAD_INPUTS = [
         lambda: efficient_attention.check_tiled_attention(42),
         RETURNS,
         ("[tiled attention] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tile_grads",
+        "check_tile_grads_not_a_function",
+        lambda: efficient_attention.check_tile_grads(42),
+        RETURNS,
+        ("[tile grads] not yet: expected a function, got int 42"),
     ),
     Bad(
         "checks.efficient_attention.check_tiled_output",

@@ -104,6 +104,20 @@ def test_head_sharing_shows_i_div_g() -> None:
     assert sharing.data["kv_heads"] == sharing.controls["kv_heads"].value == 1
 
 
+@pytest.mark.parametrize(("heads", "kv_heads"), [(8, 1), (8, 8), (16, 16), (5, 1)])
+def test_head_sharing_does_not_call_a_right_tiled_order_wrong(heads: int, kv_heads: int) -> None:
+    """With h_kv = 1 or h_kv = h, tiling equals repeating: the title and readout must not say "wrong"."""
+    sharing = HeadSharing(heads, kv_heads)
+    sharing.controls["mapping"].value = "tile"
+    assert sharing.data["assignment"] == [i // (heads // kv_heads) for i in range(heads)]
+    assert "wrong" not in sharing.data["title"]
+    assert sharing.data["title"].endswith("tiled: i % h_kv, here the same as i // g")
+    assert "Not what GQA does" not in sharing.data["readout"]
+    assert "happens to give the right order" in sharing.data["readout"]
+    sharing.controls["mapping"].value = "repeat"
+    assert "happens" not in sharing.data["readout"]
+
+
 def test_head_sharing_rejects_a_kv_head_count_that_does_not_divide() -> None:
     with pytest.raises(ValueError, match="kv_heads one of its divisors"):
         HeadSharing(heads=8, kv_heads=3)

@@ -134,8 +134,17 @@ class HeadSharing(LessonWidget):
         assignment = correct if mapping == "repeat" else [i % h_kv for i in range(h)]
         groups = [[i for i, a in enumerate(assignment) if a == j] for j in range(h_kv)]
         served = "; ".join(f"kv{j} serves " + ", ".join(f"q{i}" for i in group) for j, group in enumerate(groups))
-        verdict = "" if assignment == correct else " Not what GQA does: compare with i // g."
-        order = "i // g" if mapping == "repeat" else "tiled (wrong)"
+        verdict = ""
+        if assignment != correct:
+            verdict = " Not what GQA does: compare with i // g."
+        elif mapping == "tile":
+            verdict = f" With h_kv={h_kv} tiling happens to give the right order; with any other divisor it does not."
+        if mapping == "repeat":
+            order = "i // g"
+        elif assignment == correct:  # h_kv = 1 or h_kv = h: tiling and repeating give the same order
+            order = "tiled: i % h_kv, here the same as i // g"
+        else:
+            order = "tiled (wrong)"
         return {
             "heads": h,
             "kv_heads": h_kv,

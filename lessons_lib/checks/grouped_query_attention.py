@@ -95,8 +95,6 @@ def _cache_verdict(
         *[(right * size // bytes_per_element, message) for size, message in (
             (4, f"you took 4 bytes per element (float32); the cache here is {bytes_per_element * 8}-bit, "
                 f"{bytes_per_element} bytes per element"),
-            (8, f"you took 8 bytes per element (float64); the cache here is {bytes_per_element * 8}-bit, "
-                f"{bytes_per_element} bytes per element"),
             (bytes_per_element * 8, f"you counted {bytes_per_element * 8} per element: that is bits; "
                                     f"an element takes {bytes_per_element} bytes"),
             (1, f"you took 1 byte per element (an 8-bit cache); here each element takes {bytes_per_element} bytes"),

@@ -136,7 +136,7 @@ def test_step_cost_and_timing_refuse_bad_input() -> None:
     with pytest.raises(ValueError, match="tokens"):
         decode_step_cost(1, 8, 2, 4, tokens=0)
     with pytest.raises(TypeError, match="tokens"):
-        decode_step_cost(1, 8, 2, 4, tokens=5.0)
+        decode_step_cost(1, 8, 2, 4, tokens=5.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="share B and d_h"):
         attention_multiply_adds(np.zeros((1, 4, 1, 3)), np.zeros((1, 2, 5, 4)))
     layer = GroupedQueryAttention(8, 4, 2)

@@ -44,7 +44,7 @@ def test_calculator_starts_from_the_model_config() -> None:
         ("MQA", 1, cache_bytes(preset, 4096, kv_heads=1)),
     ]
     assert calc.data["per_token"] == cache_per_token(preset)
-    assert "128 KiB per token" in calc.data["readout"]
+    assert "128 KiB per cached token" in calc.data["readout"]
     assert calc.readout.value == readout_html(calc.data["readout"])  # the text shown is the text in .data
     assert repr(calc) == "KVCacheCalculator(model='Llama 3 8B', kv_heads=8, tokens=4096, batch=1, bytes_per_element=2)"
 
@@ -63,7 +63,7 @@ def test_calculator_follows_every_control() -> None:
     assert calc.data["rows"][1] == ("chosen (GQA)", 16, total)
     assert calc.data["total"] == total
     assert calc.data["rows"][0][2] == 4 * total
-    assert calc.data["title"] == "Llama 2 70B: 2 x 8192 tokens"
+    assert calc.data["title"] == "Llama 2 70B: 2 x 8,192 tokens"
     assert "h_kv=16 (g=4)" in calc.data["readout"]
     assert f"{format_bytes(total)} in total" in calc.data["readout"]
     assert "The released model uses h_kv=8" in calc.data["readout"]
@@ -160,8 +160,12 @@ def test_calculator_shows_the_sliding_window() -> None:
     assert (calc.data["window"], calc.data["cached"]) == (4096, 4096)
     assert calc.data["total"] == cache_bytes(preset, 32768) == cache_bytes(preset, 4096)  # 512 MiB, not 4 GiB
     assert [n for _, _, n in calc.data["rows"]] == [cache_bytes(preset, 4096, kv_heads=k) for k in (32, 8, 1)]
-    assert "keeps its last 4096 of 32768 tokens" in calc.data["readout"]
-    assert calc.data["title"] == "Mistral 7B v0.1: 1 x 32768 tokens (window 4096: 4096 kept)"
+    assert "keeps its last 4,096 of 32,768 tokens" in calc.data["readout"]
+    assert "512 MiB in total for 1 x 4,096 cached tokens" in calc.data["readout"]
+    assert calc.data["title"] == "Mistral 7B v0.1: 1 x 32,768 tokens (window 4,096: 4,096 kept)"
+    calc.controls["tokens"].value = 1  # inside the window: no "last 1 of 1 tokens"
+    assert "nothing is dropped" in calc.data["readout"] and "last" not in calc.data["readout"]
+    calc.controls["tokens"].value = 32768
     calc.controls["tokens"].value = 1000  # shorter than the window: every token is kept
     assert calc.data["cached"] == 1000 and calc.data["total"] == cache_bytes(preset, 1000)
     calc.controls["model"].value = "Llama 3 8B"  # no window: nothing about one in the readout

@@ -25,6 +25,7 @@ from lessons_lib.plotting.cache_charts import (
     plot_conversion_error,
     plot_head_sharing,
     plot_models_cache,
+    plot_step_times,
 )
 from lessons_lib.plotting.palette import head_colour, text_colour
 from lessons_lib.widgets.base import readout_html
@@ -141,6 +142,12 @@ def test_plotting_functions_return_figures() -> None:
     assert np.asarray(fig3.axes[0].lines[0].get_ydata()).tolist() == [0.0, 0.5, 0.8]
     fig4 = plot_models_cache(["a", "b"], [1, 2], [3, 4], tokens=10)
     assert len(fig4.axes[0].patches) == 4
+    fig5 = plot_step_times([32, 64], {"with": [0.001, 0.002], "without": [0.01, 0.04]}, "steps")
+    ax5 = fig5.axes[0]
+    assert [np.asarray(line.get_ydata()).tolist() for line in ax5.lines] == [[1.0, 2.0], [10.0, 40.0]]  # in ms
+    assert ax5.get_xscale() == "log" and ax5.get_yscale() == "log" and ax5.get_title() == "steps"
+    with pytest.raises(ValueError, match="has 1 times for 2 token counts"):
+        plot_step_times([32, 64], {"with": [0.001]}, "t")
     plt.close("all")
 
 

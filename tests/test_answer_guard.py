@@ -26,8 +26,6 @@ from answer_guard import (
 KNOWN_LEAKS: dict[str, set[str]] = {
     "05": {*(f"Predict {n}" for n in range(1, 7)), *(f"Your turn {n}" for n in range(1, 6))},
     "06": {*(f"Predict {n}" for n in range(1, 6)), *(f"Your turn {n}" for n in range(1, 7))},
-    "07": {*(f"Predict {n}" for n in range(1, 7)), *(f"Your turn {n}" for n in range(1, 7))},
-    "08": {*(f"Predict {n}" for n in range(1, 6)), *(f"Your turn {n}" for n in range(1, 6))},
     "09": {*(f"Predict {n}" for n in range(1, 8)), *(f"Your turn {n}" for n in range(1, 5))},
 }
 

@@ -1137,13 +1137,29 @@ BAD_INPUTS = [
         ("latent_width must be positive, got latent_width=0"),
     ),
     Bad(
+        "mla.latent_scores",
+        "latent_scores_sizes_disagree",
+        lambda: mla.latent_scores(np.ones((1, 2, 3, 4)), np.ones((1, 5, 6)), np.ones((2, 4, 6))),
+        ValueError,
+        ("q (B, h, T, d_nope), latent (B, S, d_c) and w_uk (h, d_c, d_nope) must agree, got (1, 2, 3, 4), "
+         "(1, 5, 6) and (2, 4, 6)"),
+    ),
+    Bad(
+        "mla.multi_query_attention",
+        "multi_query_attention_two_key_heads",
+        lambda: mla.multi_query_attention(np.ones((1, 2, 3, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 1, 5, 6)), 0.5),
+        ValueError,
+        ("multi-query attention needs key (B, 1, S, d_k) = (1, 1, 5, 4) and value (B, 1, S, d_v) with one head "
+         "each, got key (1, 2, 5, 4) and value (1, 1, 5, 6)"),
+    ),
+    Bad(
         "mla.attention_multiply_adds",
         "multiply_adds_unknown_route",
         lambda: mla.attention_multiply_adds(
             "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
         ),
         ValueError,
-        ("route must be 'explicit' or 'absorbed', got 'fast'"),
+        ("route must be 'explicit', 'cached' or 'absorbed', got 'fast'"),
     ),
     Bad(
         "mla.LatentAttention",
@@ -1381,6 +1397,62 @@ BAD_INPUTS = [
         ("d must be an int, got float 4.0"),
     ),
     # ----- efficient ---------------------------------------------------------------------------------
+    Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_weights",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 4)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        ("weights must have shape (2, 4, 5) (from q, k and v), got (2, 4, 4); pass the forward's own weights"),
+    ),
+    Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_grad",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 5)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 1))),
+        ValueError,
+        (
+            "grad_out must have the shape of the output (..., T, d_v) = (2, 4, 2), got (2, 4, 1); it is "
+            "dLoss/dOutput, one number per output number"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_wrong_logsumexp",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 2)), np.ones((2, 3)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        (
+            "logsumexp must hold one number per query, shape (2, 4), got (2, 3); pass the second result of "
+            "tiled_attention_forward"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_broadcast_axes",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((1, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((1, 4, 2)), np.ones((1, 4)),
+            np.ones((1, 4, 2))),
+        ValueError,
+        (
+            "the backward pass needs q, k and v with the same leading (batch/head) axes, got q (1, 4, 3), "
+            "k (2, 5, 3) and v (2, 5, 2); a broadcast axis would need its gradient summed: np.broadcast_to "
+            "them first"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_forward",
+        "tiled_forward_block_zero",
+        lambda: efficient.tiled_attention_forward(np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2)), block_size=0),
+        ValueError,
+        (
+            "block_size must be a positive number of positions per block, got block_size=0; use 1 for "
+            "one position at a time, or a value >= S for a single block"
+        ),
+    ),
     Bad(
         "efficient.online_softmax",
         "online_softmax_empty_row",
@@ -3018,6 +3090,24 @@ BAD_INPUTS = [
         ValueError,
         ("model_width must be positive, got model_width=0"),
     ),
+    Bad(
+        "checks.latent_attention.check_query_latent_scores",
+        "check_query_latent_scores_w_uk_rank",
+        lambda: latent_attention.check_query_latent_scores(
+            None, np.ones((1, 3, 8)), np.ones((8, 4)), np.ones((2, 8, 2)), np.ones((4, 2))
+        ),
+        ValueError,
+        ("w_uk must have 3 axes laid out as (h, d_c, d_nope), got shape (4, 2)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_latent_as_mqa",
+        "check_latent_as_mqa_latent_rank",
+        lambda: latent_attention.check_latent_as_mqa(
+            None, np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 2)), np.ones((5, 6)), np.ones((1, 5, 2)), np.ones((2, 6, 4))
+        ),
+        ValueError,
+        ("latent must have 3 axes laid out as (B, S, d_c), got shape (5, 6)"),
+    ),
     # ----- checks.efficient_attention ----------------------------------------------------------------
     Bad(
         "checks.efficient_attention.check_materialised_entries",
@@ -3060,6 +3150,13 @@ BAD_INPUTS = [
         lambda: efficient_attention.check_tiled_attention(42),
         RETURNS,
         ("[tiled attention] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tile_grads",
+        "check_tile_grads_not_a_function",
+        lambda: efficient_attention.check_tile_grads(42),
+        RETURNS,
+        ("[tile grads] not yet: expected a function, got int 42"),
     ),
     Bad(
         "checks.efficient_attention.check_tiled_output",

@@ -928,6 +928,68 @@ BAD_INPUTS = [
         ),
     ),
     Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_kv_heads_not_a_divisor",
+        lambda: kv_cache.decode_step_cost(1, 8, 3, 4, tokens=5),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head serves the "
+            "same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_no_tokens",
+        lambda: kv_cache.decode_step_cost(1, 8, 2, 4, tokens=0),
+        ValueError,
+        ("tokens must be positive, got tokens=0"),
+    ),
+    Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_float_bytes",
+        lambda: kv_cache.decode_step_cost(1, 8, 2, 4, tokens=5, bytes_per_element=2.0),
+        TypeError,
+        ("bytes_per_element must be an int, got float 2.0"),
+    ),
+    Bad(
+        "kv_cache.attention_multiply_adds",
+        "multiply_adds_d_h_differs",
+        lambda: kv_cache.attention_multiply_adds(np.zeros((1, 4, 1, 3)), np.zeros((1, 2, 5, 4))),
+        ValueError,
+        ("q (1, 4, 1, 3) and k (1, 2, 5, 4) must share B and d_h: (B, h, T, d_h) and (B, h_kv, S, d_h)"),
+    ),
+    Bad(
+        "kv_cache.attention_multiply_adds",
+        "multiply_adds_q_3d",
+        lambda: kv_cache.attention_multiply_adds(np.zeros((4, 1, 3)), np.zeros((1, 2, 5, 3))),
+        ValueError,
+        ("q must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (4, 1, 3) with 3 axes"),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_cached_str",
+        lambda: kv_cache.time_decode_step([gqa_numpy.GroupedQueryAttention(8, 4, 2)], 4, cached="yes"),
+        TypeError,
+        ("cached must be True or False, got str 'yes'"),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_one_layer_not_a_list",
+        lambda: kv_cache.time_decode_step(gqa_numpy.GroupedQueryAttention(8, 4, 2), 4, cached=True),
+        TypeError,
+        (
+            "layers must be a list of GroupedQueryAttention layers (the stack, in order), got "
+            "GroupedQueryAttention; for one layer pass [layer]"
+        ),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_no_repeats",
+        lambda: kv_cache.time_decode_step([gqa_numpy.GroupedQueryAttention(8, 4, 2)], 4, cached=True, repeats=0),
+        ValueError,
+        ("repeats must be positive, got repeats=0"),
+    ),
+    Bad(
         "kv_cache.KVCache",
         "kvcache_zero_layers",
         lambda: kv_cache.KVCache(0),
@@ -3394,6 +3456,7 @@ COVERED_MODULES = [
 # Public names with no bad input of their own: records that only hold what they are given.
 RECORDS = {
     "mla.LatentCache": "built by LatentAttention.new_cache; its append is in the table",
+    "kv_cache.StepCost": "a record returned by decode_step_cost",
     "efficient.OnlineStep": "a record returned by online_softmax_trace",
     "efficient.TiledTrace": "a record returned by tiled_attention_trace",
     "toy_task.TrainResult": "a record returned by train",

@@ -82,7 +82,7 @@ from lessons_lib.validation import (
 )
 
 __all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "latent_scores", "mla_cache_bytes",
-           "multi_query_attention"]
+           "multi_query_attention", "per_head_projection"]
 
 Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
@@ -112,26 +112,26 @@ def attention_multiply_adds(
     route: str, new_tokens: int, cached_tokens: int, *, heads: int, latent_width: int, nope_width: int,
     rope_width: int, value_width: int,
 ) -> int:
-    """Multiply-adds one layer spends on the work where the routes ``"explicit"``, ``"cached"`` and
-    ``"absorbed"`` differ.
+    """Multiply-adds one layer spends on the work where the routes ``"rebuild"`` (also accepted under
+    its older name ``"explicit"``), ``"cached"`` and ``"absorbed"`` differ.
 
     ``new_tokens`` (T) queries attend causally to ``cached_tokens`` (S >= T) positions, the new
     ones last: ``pairs = T*S - T*(T-1)/2`` (query, position) pairs are scored. Per head:
 
-    - explicit: rebuild K and V of all S positions, ``S*d_c*(d_nope + d_v)``; scores
+    - rebuild: rebuild K and V of all S positions, ``S*d_c*(d_nope + d_v)``; scores
       ``pairs*(d_nope + d_rope)``; weights @ values ``pairs*d_v``.
     - cached: a cache of rebuilt K and V (``d_nope + d_rope + d_v`` numbers per head and token)
       up-projects only the T new tokens, ``T*d_c*(d_nope + d_v)``; scores and weights @ values
-      as explicit.
+      as rebuild.
     - absorbed: ``q_i @ w_uk[i].T`` for the T queries, ``T*d_nope*d_c``; scores against the latent
       and the rotary key ``pairs*(d_c + d_rope)``; weights @ latents ``pairs*d_c``; the mixed latent
       @ ``w_uv[i]``, ``T*d_c*d_v``.
 
     Times ``heads``. Work both routes share (the down-projections, the queries, RoPE, softmax,
-    ``w_o``) is left out. Decoding (T = 1, long S) favours absorbed; prefill (T = S) explicit.
+    ``w_o``) is left out. Decoding (T = 1, long S) favours absorbed over rebuild; prefill (T = S) rebuild.
     """
-    if route not in ("explicit", "cached", "absorbed"):
-        raise ValueError(f"route must be 'explicit', 'cached' or 'absorbed', got {route!r}")
+    if route not in ("rebuild", "explicit", "cached", "absorbed"):
+        raise ValueError(f"route must be 'rebuild', 'cached' or 'absorbed', got {route!r}")
     T, S = check_int("new_tokens", new_tokens, symbol="T"), check_int("cached_tokens", cached_tokens, symbol="S")
     if T > S:
         raise ValueError(f"cached_tokens S={S} must include the new_tokens T={T} (S >= T)")
@@ -139,11 +139,27 @@ def attention_multiply_adds(
     d_n, d_v = check_int("nope_width", nope_width, symbol="d_nope"), check_int("value_width", value_width, symbol="d_v")
     d_r = check_int("rope_width", rope_width, low=0, symbol="d_rope")
     pairs = T * S - T * (T - 1) // 2
-    if route == "explicit":
+    if route in ("rebuild", "explicit"):
         return h * (S * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
     if route == "cached":
         return h * (T * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
     return h * (T * d_n * d_c + pairs * (d_c + d_r) + pairs * d_c + T * d_c * d_v)
+
+
+def per_head_projection(inputs: Array, weights: Array) -> Array:
+    """Every head's own projection of every token: ``inputs (B, T, n) @ weights[i] (n, m)`` for each
+    head ``i`` of ``weights (h, n, m)``, returned as ``(B, h, T, m)``, heads before tokens.
+
+    With the latent and ``w_uk`` these are every head's keys, with ``w_uv`` its values, with ``x`` and
+    ``w_q`` its queries.
+    """
+    check_array("inputs", inputs, "numpy", "(B, T, n)", np.float64)
+    check_array("weights", weights, "numpy", "(h, n, m)", np.float64)
+    if inputs.shape[-1] != weights.shape[1]:
+        raise ValueError(f"inputs (B, T, n) and weights (h, n, m) must agree on n, got {inputs.shape} and "
+                         f"{weights.shape}")
+    projected: Array = inputs[:, None] @ weights[None]  # (B, 1, T, n) @ (1, h, n, m) -> (B, h, T, m)
+    return projected
 
 
 def latent_scores(q: Array, latent: Array, w_uk: Array) -> Array:

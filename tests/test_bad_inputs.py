@@ -1145,6 +1145,13 @@ BAD_INPUTS = [
          "(1, 5, 6) and (2, 4, 6)"),
     ),
     Bad(
+        "mla.per_head_projection",
+        "per_head_projection_widths_disagree",
+        lambda: mla.per_head_projection(np.ones((1, 3, 6)), np.ones((2, 5, 4))),
+        ValueError,
+        ("inputs (B, T, n) and weights (h, n, m) must agree on n, got (1, 3, 6) and (2, 5, 4)"),
+    ),
+    Bad(
         "mla.multi_query_attention",
         "multi_query_attention_two_key_heads",
         lambda: mla.multi_query_attention(np.ones((1, 2, 3, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 1, 5, 6)), 0.5),
@@ -1159,7 +1166,7 @@ BAD_INPUTS = [
             "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
         ),
         ValueError,
-        ("route must be 'explicit', 'cached' or 'absorbed', got 'fast'"),
+        ("route must be 'rebuild', 'cached' or 'absorbed', got 'fast'"),
     ),
     Bad(
         "mla.LatentAttention",
@@ -3098,13 +3105,6 @@ BAD_INPUTS = [
         ("head_dim must be positive, got head_dim=0"),
     ),
     Bad(
-        "checks.latent_attention.check_absorbed_query_weight",
-        "check_absorbed_query_weight_shapes",
-        lambda: latent_attention.check_absorbed_query_weight(None, np.ones((2, 4, 3)), np.ones((2, 5, 2))),
-        ValueError,
-        ("w_q (h, D, d_nope) and w_uk (h, d_c, d_nope) must agree on h and d_nope, got (2, 4, 3) and (2, 5, 2)"),
-    ),
-    Bad(
         "checks.latent_attention.check_absorbed_score_cost",
         "check_absorbed_score_cost_zero_heads",
         lambda: latent_attention.check_absorbed_score_cost(
@@ -3120,12 +3120,6 @@ BAD_INPUTS = [
         ValueError,
         ("latent must have 3 axes laid out as (B, T, d_c), got shape (3, 8)"),
     ),
-    Bad(
-        "checks.latent_attention.check_latent_scores",
-        "check_latent_scores_not_a_function",
-        lambda: latent_attention.check_latent_scores(
-            42, np.ones((1, 3, 8)), np.ones((8, 4)), np.ones((2, 8, 2)), np.ones((2, 4, 2))
-        ),
         RETURNS,
         ("[latent scores] not yet: expected a function, got int 42"),
     ),

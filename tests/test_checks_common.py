@@ -292,7 +292,6 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "K/V head mapping": lambda a: gqa.check_kv_head_mapping(a, 4, 2),
     "repeated K/V heads": lambda a: gqa.check_repeat_kv(a, _kv, 2),
     "MLA cache": lambda a: la.check_mla_cache_elements(a, **_mla),
-    "absorbed query": lambda a: la.check_absorbed_query_weight(a, _w_q, _w_uk),
     "GQA equivalent": lambda a: la.check_equivalent_kv_heads(a, latent_width=8, rope_width=4, head_dim=4),
     "scores against the latent": lambda a: la.check_query_latent_scores(
         lambda q, latent, w_uk: a, *(_rng.normal(size=shape) for shape in ((1, 3, 4), (4, 2), (2, 4, 3), (2, 2, 3)))),

@@ -13,11 +13,9 @@ import torch
 
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.latent_attention import (
-    check_absorbed_query_weight,
     check_absorbed_score_cost,
     check_equivalent_kv_heads,
     check_latent_as_mqa,
-    check_latent_scores,
     check_mla_cache_elements,
     check_query_latent_scores,
     check_rebuilt_keys,
@@ -35,7 +33,6 @@ W_UK = rng.standard_normal((H, D_C, D_NOPE))
 W_UV = rng.standard_normal((H, D_C, D_NOPE))
 LATENT = X @ W_DKV
 KEYS = np.stack([LATENT @ W_UK[i] for i in range(H)], axis=1)  # (B, h, T, d_nope), by a per-head loop
-ABSORBED = np.stack([W_Q[i] @ W_UK[i].T for i in range(H)])  # (h, D, d_c)
 SCORES = np.stack([(X @ W_Q[i]) @ KEYS[:, i].transpose(0, 2, 1) for i in range(H)], axis=1)  # (B, h, T, T)
 
 ODD_INPUTS: list[Any] = ["many", True, [[1, 2], [3]], {"a": 1}, object(), float("nan"), np.zeros((0,)), 3 + 4j]
@@ -161,15 +158,23 @@ def test_rebuilt_keys_right() -> None:
         (KEYS.transpose(0, 2, 1, 3).reshape(B, T, H * D_NOPE), "concatenated the heads"),
         (KEYS[:, 0], "head 0 only"),
         (KEYS.sum(axis=1), "summed over the heads"),
-        (KEYS + 1, "the numbers are not the keys rebuilt"),
-        (KEYS[:, :2], "not the keys rebuilt from the latent c with each head's key up-projection layer.w_uk[i] (your"),
+        (KEYS + 1, "right shape (2, 3, 5, 6), wrong numbers"),
+        (KEYS[:, :2], "not every head's keys latent @ w_uk[i] (your shape (2, 2, 5, 6), expected (B, h, T, d_nope)"),
+        (KEYS.transpose(0, 2, 1, 3).reshape(KEYS.shape), "reshaped (B, T, h, d_nope)"),
         (np.broadcast_to((LATENT @ W_UK[0])[:, None], KEYS.shape), "head 0's keys"),
     ],
 )
 def test_rebuilt_keys_wrong(answer: Any, phrase: str) -> None:
     v = check_rebuilt_keys(answer, LATENT, W_UK, W_UV)
     assert_not_yet(v, phrase, secret="einsum")
-    assert "@ w_uk[i]" not in v.message
+    assert "latent[:, None]" not in v.message
+
+
+def test_rebuilt_keys_lost_batch_axis() -> None:
+    one = LATENT[:1]
+    v = check_rebuilt_keys(one @ W_UK, one, W_UK, W_UV)  # (1, T, d_c) @ (h, d_c, d_nope) -> (h, T, d_nope)
+    assert_not_yet(v, "no B axis")
+    assert "latent c" not in v.message and "layer.w_uk" not in v.message
 
 
 def test_rebuilt_keys_blank_and_odd_inputs() -> None:
@@ -179,120 +184,11 @@ def test_rebuilt_keys_blank_and_odd_inputs() -> None:
         assert not v.ok and v.answered
 
 
-# ----- absorbed query -----------------------------------------------------------------------------
-def test_absorbed_query_weight_right() -> None:
-    assert check_absorbed_query_weight(ABSORBED, W_Q, W_UK).ok
-    assert check_absorbed_query_weight(ABSORBED.astype(np.float32), W_Q, W_UK, W_UV).ok
-    assert check_absorbed_query_weight(torch.from_numpy(ABSORBED).float(), W_Q, W_UK).ok
-
-
-@pytest.mark.parametrize(
-    "answer, phrase",
-    [
-        (ABSORBED.sum(0), "summed over the heads"),
-        (ABSORBED.transpose(0, 2, 1), "transposed"),
-        (ABSORBED[0], "head 0 only"),
-        (np.stack([W_Q[i] @ W_UV[i].T for i in range(H)]), "you absorbed w_uv"),
-        (ABSORBED + 1, "numbers are not the query projection"),
-        (ABSORBED[:2], "not the query projection with each head's key up-projection folded in (your shape"),
-        (np.einsum("hdn,cn->hdc", W_Q, W_UK[0]), "head 0's key up-projection"),
-    ],
-)
-def test_absorbed_query_weight_wrong(answer: Any, phrase: str) -> None:
-    v = check_absorbed_query_weight(answer, W_Q, W_UK, W_UV)
-    assert_not_yet(v, phrase, secret="w_q[i] @ w_uk[i].T")
-
-
-def test_absorbed_query_weight_blank_and_odd_inputs() -> None:
-    assert_blank(check_absorbed_query_weight(None, W_Q, W_UK), "(h, D, d_c)")
-    for odd in ODD_INPUTS:
-        assert not check_absorbed_query_weight(odd, W_Q, W_UK, W_UV).ok
-
-
-# ----- latent scores ------------------------------------------------------------------------------
-def absorbed_scores(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    q_latent = np.einsum("btd,hdc->bhtc", x, w_q_absorbed)
-    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
-
-
-def absorbed_scores_torch(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    q_latent = torch.einsum("btd,hdc->bhtc", torch.from_numpy(x), torch.from_numpy(w_q_absorbed))
-    return (q_latent @ torch.from_numpy(latent).transpose(-1, -2)[:, None]).float()
-
-
-def scores_check(function: Any) -> Verdict:
-    return check_latent_scores(function, X, W_DKV, W_Q, W_UK)
-
-
-def test_latent_scores_right() -> None:
-    assert same_array(absorbed_scores(X, LATENT, ABSORBED), SCORES)
-    v = scores_check(absorbed_scores)
-    assert v.ok, repr(v)
-    assert "equal the explicit" in v.message and "two layers of other sizes" in v.message
-    assert "must return a NumPy array" in scores_check(absorbed_scores_torch).message  # given NumPy, stay in NumPy
-
-
-def same_array(a: Any, b: Any) -> bool:
-    return bool(np.allclose(a, b))
-
-
-def wrong(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
-    return lambda x, latent, w: change(absorbed_scores(x, latent, w))
-
-
-@pytest.mark.parametrize(
-    "function, phrase",
-    [
-        (wrong(lambda s: s.sum(axis=1)), "summed over the heads"),
-        (wrong(lambda s: s[:, 0]), "head 0 only"),
-        (wrong(lambda s: np.swapaxes(s, -1, -2)), "transposed"),
-        (wrong(lambda s: s / math.sqrt(D_NOPE)), "1/sqrt(d_nope)"),
-        (wrong(lambda s: s / math.sqrt(D_C)), "1/sqrt(d_c)"),
-        (wrong(lambda s: s + 1), "not the explicit scores"),
-        (lambda x, latent, w: SCORES, "not for a layer of other sizes"),  # tied to the lesson's own numbers
-        (lambda x, latent, w: absorbed_scores(x, latent, w) if x.shape[1] == T else 1 / 0,
-         "(B = 1, T = 3, S = 5, D = 5, h = 3, d_c = 2, d_nope = 7; your function raised ZeroDivisionError"),
-        (lambda x, latent, w: np.einsum("btd,hdc->bhtc", x, w) @ np.swapaxes(latent, -1, -2),  # no heads axis
-         "right when the batch holds one sequence, but not for the B = 2 here (your function raised ValueError"),
-        (lambda x, latent, w: 1 / 0, "raised ZeroDivisionError"),
-        (lambda x, latent, w: [None][0], "returned None"),
-        (lambda x, latent, w: f"{x.ndim} scores", "must return a NumPy array, got str"),
-        (42, "expected a function"),
-    ],
-)
-def test_latent_scores_wrong(function: Any, phrase: str) -> None:
-    v = scores_check(function)
-    assert_not_yet(v, phrase, secret="einsum")
-    assert "swapaxes" not in v.message and "@ latent" not in v.message
-
-
-SIZES_OF_X = X.shape  # a notebook global the next function reads (the mistake it stands for)
-
-
-def reads_a_global(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    q_latent = np.einsum("btd,hdc->bhtc", x, w_q_absorbed).reshape(SIZES_OF_X[0], H, SIZES_OF_X[1], -1)
-    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
-
-
-def test_latent_scores_names_the_globals_read() -> None:
-    v = scores_check(reads_a_global)
-    assert_not_yet(v, "reads the notebook's `SIZES_OF_X`, `H`")
-
-
-def test_latent_scores_blank() -> None:
-    def blank(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-        """Raw scores against the latent."""
-        ...
-
-    for function in (None, blank):
-        assert_blank(scores_check(function), "(B, h, T, S)")
-
-
 def test_reference_inputs_are_checked() -> None:
     with pytest.raises(ValueError, match="w_uk"):
         check_rebuilt_keys(KEYS, LATENT, W_UK[0], W_UV)
     with pytest.raises(TypeError, match="x"):
-        check_latent_scores(absorbed_scores, X.astype(int), W_DKV, W_Q, W_UK)
+        check_query_latent_scores(lambda q, latent, w_uk: None, X.astype(int), W_DKV, W_Q, W_UK)
 
 
 # ----- absorbed score cost ------------------------------------------------------------------------
@@ -348,16 +244,6 @@ def test_rebuilt_keys_section_1_lookalikes() -> None:
         assert_not_yet(check_rebuilt_keys(answer, LATENT, W_UK, W_UV, **lookalikes), phrase)
 
 
-def test_absorbed_query_section_1_lookalikes() -> None:
-    other_w_q, other_w_uk = W_Q[::-1].copy(), W_UK + 0.5
-    lookalikes = dict(section_1_w_q=other_w_q, section_1_w_uk=other_w_uk)
-    cases = [(other_w_q, other_w_uk, "section 2's w_q_absorbed"), (W_Q, other_w_uk, "section 1's `w_uk`"),
-             (other_w_q, W_UK, "section 1's `w_q`")]
-    for w_q, w_uk, phrase in cases:
-        answer = np.einsum("hdn,hcn->hdc", w_q, w_uk)
-        assert_not_yet(check_absorbed_query_weight(answer, W_Q, W_UK, W_UV, **lookalikes), phrase)
-
-
 # ----- scores against the latent, re-associated at run time (Your turn 2) -------------------------
 def test_query_latent_scores_right_and_keys_refused() -> None:
     def run_time(q: Any, latent: Any, w_uk: Any) -> Any:
@@ -380,6 +266,23 @@ def test_query_latent_scores_blank_and_odd_functions() -> None:
         verdict = check_query_latent_scores(lambda q, latent, w, odd=odd: odd, X, W_DKV, W_Q, W_UK)
         assert not verdict.ok
     assert_not_yet(check_query_latent_scores(lambda q, latent, w: 1 / 0, X, W_DKV, W_Q, W_UK), "ZeroDivisionError")
+
+
+def test_query_latent_scores_library_and_first_sequence_refused() -> None:
+    from lessons_lib import mla
+
+    assert_not_yet(check_query_latent_scores(lambda q, latent, w_uk: mla.latent_scores(q, latent, w_uk),
+                                             X[:1], W_DKV, W_Q, W_UK), "calls the library's latent_scores")
+
+    def first_only(q: Any, latent: Any, w_uk: Any) -> Any:
+        return np.einsum("bhtn,hcn->bhtc", q, w_uk) @ np.swapaxes(latent[:1], -1, -2)[:, None]
+
+    assert_not_yet(check_query_latent_scores(first_only, X[:1], W_DKV, W_Q, W_UK), "FIRST sequence's latents")
+
+
+def test_equivalent_kv_heads_floor_division() -> None:
+    assert_not_yet(check_equivalent_kv_heads((512 + 64) // 256, **GQA), "floor division")
+    assert_not_yet(check_equivalent_kv_heads(512 / 256, **GQA), "left out the rotary key")
 
 
 # ----- absorbed decoding as multi-query attention (Your turn 3) -----------------------------------

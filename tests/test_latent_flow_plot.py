@@ -15,7 +15,14 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Annotation, Text
 
 from lessons_lib.mla import LatentAttention
-from lessons_lib.plotting.latent_flow import ABSORBED_COLOUR, BOXES, SIZE_KEYS, flow_labels, plot_latent_flow
+from lessons_lib.plotting.latent_flow import (
+    ABSORBED_COLOUR,
+    BOXES,
+    NORM_ASIDE,
+    SIZE_KEYS,
+    flow_labels,
+    plot_latent_flow,
+)
 
 X = "\u00d7"  # the multiplication sign the labels use
 DEEPSEEK_V2 = {"D": 5120, "h": 128, "d_c": 512, "d_nope": 128, "d_rope": 64, "d_v": 128}
@@ -98,7 +105,7 @@ def test_rmsnorm_sits_after_the_latent_before_the_up_projections() -> None:
     """DeepSeek-V2 normalises the latent c after W_dkv, before W_uk / W_uv (kv_b_proj(kv_a_layernorm(c)))."""
     ys = {name: box[1] for name, box in BOXES.items()}  # the data flows down the canvas
     assert ys["x"] > ys["latent"] > ys["kv_norm"] > ys["k"] == ys["v"]
-    fig = plot_latent_flow(DEEPSEEK_V2)
+    fig = plot_latent_flow(DEEPSEEK_V2, query_latent_width=1536)  # DeepSeek-V2's own picture
     arrows = [a for a in fig.axes[0].texts if isinstance(a, Annotation) and a.arrow_patch is not None]
     starts = [tuple(a.xyann) for a in arrows]
     x, y, w, h = BOXES["kv_norm"]
@@ -119,3 +126,30 @@ def test_bad_sizes_rejected() -> None:
     with pytest.raises(TypeError, match="query_latent_width must be an int"):
         flow_labels(DEEPSEEK_V2, query_latent_width="1536")  # type: ignore[arg-type]
     assert SIZE_KEYS == ("D", "h", "d_c", "d_nope", "d_rope", "d_v")
+
+
+def _starts_on(box: tuple[float, float, float, float], starts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The arrow starts on ``box``'s bottom or left side."""
+    x, y, w, h = box
+    return [p for p in starts if (abs(p[1] - (y - h / 2)) < 1e-9 and x - w / 2 - 1e-9 <= p[0] <= x + w / 2 + 1e-9)
+            or (abs(p[0] - (x - w / 2)) < 1e-9 and y - h / 2 - 1e-9 <= p[1] <= y + h / 2 + 1e-9)]
+
+
+def test_lesson_layer_reads_the_latent_and_draws_the_norm_aside() -> None:
+    """The lesson's layer has no RMSNorm: W_uk, W_uv and the absorbed arrows leave the latent itself,
+    and the norm box stands aside, touched by no arrow."""
+    fig = plot_latent_flow(DEEPSEEK_V2)
+    ax = fig.axes[0]
+    arrows = [a for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch is not None]
+    starts = [tuple(a.xyann) for a in arrows]
+    ends = [tuple(a.xy) for a in arrows]
+    assert len(_starts_on(BOXES["latent"], starts)) == 4
+    x, y, w, h = NORM_ASIDE
+    near = [p for p in starts + ends if x - w / 2 - 0.05 <= p[0] <= x + w / 2 + 0.05
+            and y - h / 2 - 0.05 <= p[1] <= y + h / 2 + 0.05]
+    assert near == []
+    norm_text = next(t for t in ax.texts if t.get_gid() == "kv_norm")
+    assert norm_text.get_position() == (x, y) and "not in this lesson's layer" in norm_text.get_text()
+    plt.close(fig)
+    with pytest.raises(TypeError, match="norm_inline"):
+        plot_latent_flow(DEEPSEEK_V2, norm_inline="yes")  # type: ignore[arg-type]

@@ -65,42 +65,11 @@ def old_keys(answer: Any) -> Verdict:  # with the lookalikes, as the checker can
     return la.check_rebuilt_keys(answer, c, layer.w_uk, layer.w_uv, section_1_latent=latent, section_1_w_uk=w_uk)
 
 
-def absorbed(answer: Any) -> Verdict:
-    return la.check_absorbed_query_weight(answer, layer.w_q, layer.w_uk, layer.w_uv, section_1_w_q=w_q,
-                                          section_1_w_uk=w_uk)
-
-
-def scores(function: Any) -> Verdict:
-    return la.check_latent_scores(function, x, layer.w_dkv, layer.w_q, layer.w_uk)
-
-
 def rebuilt(lat: Any, up: Any) -> Any:
     return np.einsum("btc,hcn->bhtn", lat, up)
 
 
-def absorb(query: Any, up: Any) -> Any:
-    return np.einsum("hdn,hcn->hdc", query, up)
-
-
-RIGHT_KEYS, RIGHT_ABSORBED = rebuilt(latent, w_uk), absorb(layer.w_q, layer.w_uk)
-
-
-def right_scores(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    return np.einsum("btd,hdc->bhtc", x, w_q_absorbed) @ np.swapaxes(latent, -1, -2)[:, None]
-
-
-def no_heads_axis(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    return np.einsum("btd,hdc->bhtc", x, w_q_absorbed) @ np.swapaxes(latent, -1, -2)  # (B, h, T, d_c) @ (B, d_c, S)
-
-
-def reads_h(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    q_latent = np.einsum("btd,hdc->bhtc", x, w_q_absorbed).reshape(x.shape[0], h, x.shape[1], d_c)
-    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
-
-
-def rebuilds_keys_from_layer(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
-    k = np.einsum("bsc,hcn->bhsn", latent, layer.w_uk)  # the explicit route, with the notebook's layer
-    return np.einsum("btd,hdn->bhtn", x, layer.w_q) @ np.swapaxes(k, -1, -2)
+RIGHT_KEYS = rebuilt(latent, w_uk)
 
 
 # ----- Your turn 2: scores against the latent, run-time re-association ------------------------------
@@ -147,6 +116,14 @@ def hard_codes_sizes(q: Any, latent: Any, w_uk: Any) -> Any:
     return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
 
 
+def calls_library(q: Any, latent: Any, w_uk: Any) -> Any:
+    return mla.latent_scores(q, latent, w_uk)  # the library's finished version of the exercise
+
+
+def first_sequence_latent(q: Any, latent: Any, w_uk: Any) -> Any:
+    return np.einsum("bhtn,hcn->bhtc", q, w_uk) @ np.swapaxes(latent[:1], -1, -2)[:, None]
+
+
 # ----- Your turn 3: absorbed decoding as multi-query attention -------------------------------------
 POSITIONS = np.arange(T)
 Q_LAYER, Q_ROPE_LAYER = layer.queries(x, POSITIONS)
@@ -175,13 +152,6 @@ def mqa_hard_coded_batch(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: 
     queries, key, value = mqa_right(q, q_rope, latent, rope_key, w_uk)
     return queries, key.reshape(1, 1, *key.shape[2:]) if key.shape[0] == 1 else key[:1], value
 
-
-def changed(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
-    return lambda x, latent, w: change(right_scores(x, latent, w))
-
-
-ABSORBED_Q = "07 absorbed query (library checker)"
-OLD_SCORES = "07 scores from absorbed weights (library checker)"
 
 MISTAKES: list[Mistake] = [
     # ----- Your turn 4: MLA cache per token, all layers -----
@@ -247,41 +217,8 @@ MISTAKES: list[Mistake] = [
     Mistake("07 YT1 rebuilt keys", "each head's keys transposed", lambda: keys(np.swapaxes(RIGHT_KEYS, -1, -2)),
             "transposed"),
     Mistake("07 YT1 rebuilt keys", "some other array of the right shape", lambda: keys(RIGHT_KEYS * 2),
-            "the shape (1, 4, 12, 4) is right but the numbers are not", named=False),
-    # ----- check_absorbed_query_weight (kept in the library, no longer an exercise) -----
-    Mistake(ABSORBED_Q, "section 1's w_q and w_uk (section 2's w_q_absorbed)",
-            lambda: absorbed(absorb(w_q, w_uk)), "section 2's w_q_absorbed"),
-    Mistake(ABSORBED_Q, "section 1's w_uk", lambda: absorbed(absorb(layer.w_q, w_uk)),
-            "section 1's `w_uk`"),
-    Mistake(ABSORBED_Q, "section 1's w_q", lambda: absorbed(absorb(w_q, layer.w_uk)), "section 1's `w_q`"),
-    Mistake(ABSORBED_Q, "head 0's w_uk for every head",
-            lambda: absorbed(np.einsum("hdn,cn->hdc", layer.w_q, layer.w_uk[0])), "head 0's key up-projection"),
-    Mistake(ABSORBED_Q, "summed over heads", lambda: absorbed(RIGHT_ABSORBED.sum(0)),
-            "summed over the heads"),
-    Mistake(ABSORBED_Q, "transposed", lambda: absorbed(np.swapaxes(RIGHT_ABSORBED, -1, -2)), "transposed"),
-    Mistake(ABSORBED_Q, "w_uv absorbed", lambda: absorbed(absorb(layer.w_q, layer.w_uv)),
-            "you absorbed w_uv"),
-    Mistake(ABSORBED_Q, "some other array of the right shape", lambda: absorbed(RIGHT_ABSORBED + 1),
-            "the shape (4, 16, 6) is right but the numbers are not", named=False),
-    # ----- check_latent_scores (kept in the library, no longer an exercise) -----
-    Mistake(OLD_SCORES, "broadcasting bug: the latent has no heads axis", lambda: scores(no_heads_axis),
-            "latent[:, None]"),
-    Mistake(OLD_SCORES, "reads the notebook's h and d_c", lambda: scores(reads_h),
-            "reads the notebook's `h`, `d_c`"),
-    Mistake(OLD_SCORES, "rebuilds keys with the notebook's layer", lambda: scores(rebuilds_keys_from_layer),
-            "reads the notebook's `layer`"),
-    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_nope)", lambda: scores(changed(lambda s: s / 2.0)),
-            "1/sqrt(d_nope)"),
-    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_c)", lambda: scores(changed(lambda s: s / math.sqrt(d_c))),
-            "1/sqrt(d_c)"),
-    Mistake(OLD_SCORES, "heads summed", lambda: scores(changed(lambda s: s.sum(1))),
-            "summed over the heads"),
-    Mistake(OLD_SCORES, "scores transposed", lambda: scores(changed(lambda s: np.swapaxes(s, -1, -2))),
-            "transposed"),
-    Mistake(OLD_SCORES, "returns a torch tensor for NumPy inputs",
-            lambda: scores(changed(lambda s: torch.from_numpy(s))), "must return a NumPy array"),
-    Mistake(OLD_SCORES, "returns float32", lambda: scores(changed(lambda s: s.astype(np.float32))),
-            "returned float32"),
+            "right shape (1, 4, 12, 4), wrong numbers", named=False),
+
 ]
 
 MISTAKES += [
@@ -336,6 +273,25 @@ MISTAKES += [
     Mistake("07 YT3 MQA over the latent", "value taken from the rotary key",
             lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (r[0], r[1], rope_key[:, None]))),
             "the rotary key's width"),
+    # ----- found by the blind trial (round 1) -----
+    Mistake("07 YT1 rebuilt keys", "latent @ w_uk: batch axis lost to the heads axis", lambda: keys(latent @ w_uk),
+            "no B axis"),
+    Mistake("07 YT1 rebuilt keys", "heads and features swapped (same shape since h = d_nope)",
+            lambda: keys(RIGHT_KEYS.transpose(0, 3, 2, 1)), "heads axis and your feature axis are swapped"),
+    Mistake("07 YT1 rebuilt keys", "(B, T, h, d_nope) reshaped, not transposed",
+            lambda: keys(RIGHT_KEYS.transpose(0, 2, 1, 3).reshape(RIGHT_KEYS.shape)), "reshaped (B, T, h, d_nope)"),
+    Mistake("07 YT1 rebuilt keys", "all heads side by side, reshaped",
+            lambda: keys((latent @ w_uk.transpose(1, 0, 2).reshape(d_c, h * d_nope)).reshape(RIGHT_KEYS.shape)),
+            "tokens and heads get mixed"),
+    Mistake("07 YT2 latent scores", "calls the library's mla.latent_scores", lambda: query_scores(calls_library),
+            "calls the library's latent_scores"),
+    Mistake("07 YT2 latent scores", "latent[:1]: every sequence against the first one's latent",
+            lambda: query_scores(first_sequence_latent), "FIRST sequence's latents"),
+    Mistake("07 YT3 MQA over the latent", "calls the library's layer.multi_query_inputs",
+            lambda: mqa(lambda q, q_rope, latent, rope_key, w_uk: layer.multi_query_inputs(
+                x, POSITIONS, mla.LatentCache(latent, rope_key))), "calls the library's multi_query_inputs"),
+    Mistake("07 YT5 GQA equivalent", "floor division 576 // 256", lambda: gqa((D_C + D_ROPE) // (2 * HEAD_DIM)),
+            "floor division"),
     # ----- Your turn 5: the series' head width -----
     Mistake("07 YT5 GQA equivalent", "heads of width D / h = 40", lambda: gqa((D_C + D_ROPE) / (2 * 40)), "D / h = 40"),
 ]
@@ -349,11 +305,7 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("07 YT1 rebuilt keys", "a per-head loop, stacked", lambda: keys(
         np.stack([latent @ w_uk[i] for i in range(h)], axis=1))),
     RightAnswer("07 YT1 rebuilt keys", "broadcast matmul", lambda: keys(latent[:, None] @ w_uk)),
-    RightAnswer(ABSORBED_Q, "a per-head loop, stacked", lambda: absorbed(
-        np.stack([layer.w_q[i] @ layer.w_uk[i].T for i in range(h)]))),
-    RightAnswer(OLD_SCORES, "an einsum in one go", lambda: scores(
-        lambda x, latent, w: np.einsum("btd,hdc,bsc->bhts", x, w, latent))),
-    RightAnswer(OLD_SCORES, "the absorbed route, by the lesson's solution", lambda: scores(right_scores)),
+
 ]
 
 

@@ -14,6 +14,7 @@ from lessons_lib.mla import (
     LatentAttention,
     LatentCache,
     attention_multiply_adds,
+    per_head_projection,
     latent_scores,
     mla_cache_bytes,
     multi_query_attention,
@@ -219,7 +220,7 @@ def test_multiply_adds_decode_favours_absorbed_prefill_explicit() -> None:
 
 def test_multiply_adds_bad_arguments() -> None:
     sizes = dict(heads=2, latent_width=4, nope_width=3, rope_width=2, value_width=3)
-    with pytest.raises(ValueError, match="route must be 'explicit', 'cached' or 'absorbed'"):
+    with pytest.raises(ValueError, match="route must be 'rebuild', 'cached' or 'absorbed'"):
         attention_multiply_adds("fused", 1, 4, **sizes)
     with pytest.raises(ValueError, match=r"S >= T"):
         attention_multiply_adds("explicit", 5, 4, **sizes)
@@ -233,7 +234,8 @@ def test_multiply_adds_bad_arguments() -> None:
 def test_decoding_costs_at_deepseek_v2_sizes() -> None:
     """The numbers lesson 07 states: per decoded token and layer at S = 4096, and the caches."""
     ds = dict(heads=128, latent_width=512, nope_width=128, rope_width=64, value_width=128)
-    rebuild, cached, absorbed = (attention_multiply_adds(r, 1, 4096, **ds) for r in ("explicit", "cached", "absorbed"))
+    rebuild, cached, absorbed = (attention_multiply_adds(r, 1, 4096, **ds) for r in ("rebuild", "cached", "absorbed"))
+    assert rebuild == attention_multiply_adds("explicit", 1, 4096, **ds)  # the older name of the same route
     assert (cached, absorbed) == (184_549_376, 587_202_560)
     assert round(absorbed / cached, 2) == 3.18 and round(rebuild / absorbed) == 117
     long_absorbed, long_cached = (attention_multiply_adds(r, 1, 10**6, **ds) for r in ("absorbed", "cached"))
@@ -291,3 +293,14 @@ def test_multi_query_attention_bad_inputs() -> None:
         multi_query_attention(q, k, v, 0.0)
     out, weights = multi_query_attention(q, k, v, 0.5)
     assert out.shape == (1, 2, 3, 6) and np.allclose(weights.sum(-1), 1)
+
+
+def test_per_head_projection_matches_torch_einsum() -> None:
+    rng = np.random.default_rng(5)
+    inputs, weights = rng.standard_normal((2, 7, 5)), rng.standard_normal((3, 5, 4))
+    ours = per_head_projection(inputs, weights)
+    theirs = torch.einsum("btn,hnm->bhtm", torch.from_numpy(inputs), torch.from_numpy(weights)).numpy()
+    assert ours.shape == (2, 3, 7, 4)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    for i in range(3):
+        np.testing.assert_allclose(ours[:, i], inputs @ weights[i], rtol=1e-12, atol=1e-12)

@@ -1,6 +1,6 @@
 """Quick check of the lesson "Latent attention" (MLA; checkers in ``lessons_lib.checks.latent_attention``):
-keys rebuilt from the latent, absorption, scores against the latent, cache size, the GQA equivalent,
-the cost of absorbed scores.
+keys rebuilt from the latent, scores against the latent, absorbed decoding as multi-query attention,
+cache size, the GQA equivalent, the cost of absorbed scores.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 mistakes people make most often (the value up-projection where the key one belongs, the heads summed
@@ -28,6 +28,7 @@ from lessons_lib.checks import (
     array_answer,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     int_answer,
     number_answer,
@@ -41,11 +42,9 @@ from lessons_lib.checks import (
 from lessons_lib.validation import check_int
 
 __all__ = [
-    "check_absorbed_query_weight",
     "check_absorbed_score_cost",
     "check_equivalent_kv_heads",
     "check_latent_as_mqa",
-    "check_latent_scores",
     "check_mla_cache_elements",
     "check_query_latent_scores",
     "check_rebuilt_keys",
@@ -73,8 +72,9 @@ def check_rebuilt_keys(
         section_1_latent, section_1_w_uk: optional lookalikes the notebook also holds (section 1's
             hand-built layer, with the same shapes), to recognise them used by mistake.
 
-    Recognises: the value up-projection used, section 1's latent or key up-projection used, head 0's
-    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
+    Recognises: ``latent @ w_uk`` (the latent's batch axis lined up with the heads axis, B lost), the
+    value up-projection used, section 1's latent or key up-projection used, head 0's up-projection
+    for every head, a reshape where a transpose belongs, heads and features swapped, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
     d_nope)`` (a list of per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads
     concatenated ``(B, T, h * d_nope)``, one head only, and the heads summed.
     """
@@ -113,6 +113,20 @@ def check_rebuilt_keys(
     if c1 is not None:
         candidates.append((lambda: keys(c1, wuk), f"you used section 1's `latent`, from {section_1}"))
     candidates += [
+        (lambda: np.asarray(c @ wuk),
+         "latent @ w_uk lines the latent's batch axis up with w_uk's heads axis: with B = 1 NumPy broadcasts it, "
+         "so the heads take the batch axis's place and the result has no B axis, (h, T, d_nope); keep both "
+         "axes: give the latent an axis of size 1 where w_uk has its heads, or name every axis in np.einsum"),
+        (right.transpose(0, 2, 1, 3).reshape(right.shape),
+         "you reshaped (B, T, h, d_nope) into (B, h, T, d_nope): a reshape keeps the order of the numbers, so "
+         "tokens and heads get mixed; move the heads axis with a transpose (or np.swapaxes / np.moveaxis)"),
+        (lambda: (c @ wuk.transpose(1, 0, 2).reshape(wuk.shape[1], h * d_nope)).reshape(right.shape),
+         "you multiplied by all heads' w_uk side by side, (B, T, h * d_nope), then reshaped to (B, h, T, d_nope): "
+         "a reshape keeps the order of the numbers, so tokens and heads get mixed; split the heads off first, "
+         "(B, T, h, d_nope), then move the heads axis before the tokens with a transpose"),
+        (right.transpose(0, 3, 2, 1) if d_nope == h else None,
+         "your heads axis and your feature axis are swapped, (B, d_nope, T, h): with h = d_nope the shape looks "
+         "right; keep the heads at axis 1 and each key's features last"),
         (right.transpose(0, 2, 1, 3),
          "your heads axis comes after the tokens, (B, T, h, d_nope); put it before them, (B, h, T, d_nope), "
          "as every lesson lays out per-head arrays"),
@@ -129,91 +143,17 @@ def check_rebuilt_keys(
     mistake = first_match(a, candidates)
     return failed(
         question,
-        mistake or _same_shape_hint(a, right, "the keys rebuilt from the latent c with each head's key "
-                                              "up-projection layer.w_uk[i]"),
-    )
-
-
-def check_absorbed_query_weight(
-    answer: Any, w_q: Any, w_uk: Any, w_uv: Any = None, *, section_1_w_q: Any = None, section_1_w_uk: Any = None
-) -> Verdict:
-    """Question "absorbed query": the per-head matrices ``w_q[i] @ w_uk[i].T``, shape ``(h, D, d_c)``.
-
-    Args:
-        w_q: per-head query projections ``(h, D, d_nope)``.
-        w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
-        w_uv: optional per-head value up-projections ``(h, d_c, d_v)``; given, the checker also
-            recognises the value up-projection absorbed in place of the key one.
-        section_1_w_q, section_1_w_uk: optional lookalikes the notebook also holds (section 1's
-            hand-built layer), to recognise them used by mistake.
-
-    Recognises: the result summed over heads, the transposed result ``(h, d_c, D)``, the value of
-    one head only, head 0's key up-projection for every head, section 1's weights, and (with
-    ``w_uv``) the wrong up-projection.
-    """
-    question = "absorbed query"
-    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
-    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
-    wuv = None if w_uv is None else reference_array("w_uv", w_uv, "(h, d_c, d_v)", rank=3)
-    wq1 = None if section_1_w_q is None else reference_array("section_1_w_q", section_1_w_q, "(h, D, d_nope)", rank=3)
-    wuk1 = None if section_1_w_uk is None else reference_array("section_1_w_uk", section_1_w_uk, "(h, d_c, d_nope)",
-                                                               rank=3)
-    if wq.shape[0] != wuk.shape[0] or wq.shape[2] != wuk.shape[2]:
-        raise ValueError(
-            f"w_q (h, D, d_nope) and w_uk (h, d_c, d_nope) must agree on h and d_nope, got {wq.shape} and {wuk.shape}"
-        )
-    a = array_answer(question, answer, "an array of shape (h, D, d_c): one absorbed query matrix per head")
-    if isinstance(a, Verdict):
-        return a
-
-    def absorb(query: Floats, up: Floats) -> Floats:
-        out: Floats = np.einsum("hdn,hcn->hdc", query, up)  # w_q[i] @ up[i].T for every head i
-        return out
-
-    right = absorb(wq, wuk)
-    if same(a, right):
-        return passed(
-            question,
-            f"w_q[i] @ w_uk[i].T for every head: shape (h, D, d_c) = {right.shape}; queries now "
-            f"meet the latent directly",
-        )
-    section_1 = ("section 1's hand-built layer, which has the same sizes as `layer` but other weights; use "
-                 "layer.w_q and layer.w_uk")
-    mistakes: list[tuple[Any, str]] = [
-        (lambda: np.einsum("hdn,cn->hdc", wq, wuk[0]),
-         "every head got head 0's key up-projection: you used w_uk[0] for all heads; head i folds in its own "
-         "w_uk[i]"),
-    ]
-    if wq1 is not None and wuk1 is not None:
-        mistakes.append((lambda: absorb(wq1, wuk1), f"that is section 2's w_q_absorbed, built from the weights of "
-                                                    f"{section_1}"))
-    if wuk1 is not None:
-        mistakes.append((lambda: absorb(wq, wuk1), f"you used section 1's `w_uk`, from {section_1}"))
-    if wq1 is not None:
-        mistakes.append((lambda: absorb(wq1, wuk), f"you used section 1's `w_q`, from {section_1}"))
-    mistakes += [
-        (right.sum(axis=0),
-         "you summed over the heads; every head keeps its own absorbed matrix, (h, D, d_c), "
-         "because each head has its own W_uk"),
-        (np.swapaxes(right, -1, -2),
-         "your matrices are transposed, (h, d_c, D); the query side maps a token's D features to "
-         "d_c latent features, so each head's matrix is (D, d_c)"),
-        (right[0], "that is head 0 only; stack all heads: shape (h, D, d_c)"),
-    ]
-    if wuv is not None:
-        mistakes.append((lambda: absorb(wq, wuv),
-                         "you absorbed w_uv, the value up-projection; the scores need the keys' w_uk"))
-    mistake = first_match(a, mistakes)
-    return failed(
-        question,
-        mistake or _same_shape_hint(a, right, "the query projection with each head's key up-projection folded in"),
+        mistake or (f"not every head's keys latent @ w_uk[i] (your shape {a.shape}, expected (B, h, T, d_nope) = "
+                    f"{right.shape})" if a.shape != right.shape else
+                    f"right shape {a.shape}, wrong numbers: not every head's keys latent @ w_uk[i]; look at which "
+                    "axes your product sums over, and whether a reshape mixed tokens and heads"),
     )
 
 
 def _scores_problem(
     x: Floats, w_dkv: Floats, w_q: Floats, w_uk: Floats, context: Floats | None = None
 ) -> tuple[tuple[Floats, ...], Floats]:
-    """The arguments ``(x, latent, w_q_absorbed)`` of a latent-scores function and the explicit scores.
+    """The arguments ``(x, latent, w_q_absorbed)`` of a latent-scores problem and the explicit scores.
 
     The latent is built from ``context (B, S, D)`` (``x`` itself when ``None``: self-attention, S = T).
     """
@@ -222,21 +162,6 @@ def _scores_problem(
     k = np.einsum("bsc,hcn->bhsn", latent, w_uk)  # (B, h, S, d_nope), rebuilt only to compare
     explicit: Floats = q @ np.swapaxes(k, -1, -2)  # (B, h, T, S)
     return (x.copy(), latent, np.einsum("hdn,hcn->hdc", w_q, w_uk)), explicit
-
-
-def _random_problem(seed: int, B: int, T: int, S: int, D: int, h: int, d_c: int, d_nope: int
-                    ) -> tuple[tuple[Floats, ...], Floats]:
-    """A layer and inputs the notebook does not hold, with the given sizes."""
-    rng = np.random.default_rng(seed)
-    return _scores_problem(rng.standard_normal((B, T, D)), rng.standard_normal((D, d_c)),
-                           rng.standard_normal((h, D, d_nope)), rng.standard_normal((h, d_c, d_nope)),
-                           rng.standard_normal((B, S, D)))
-
-
-# Two more problems of other sizes: every size differs from the lesson's (B=1, T=S=12, D=16, h=4,
-# d_c=6, d_nope=4) and between the two, T differs from S, and the first keeps B = 1 so that a batch
-# axis lined up with the heads axis shows in the second only.
-OTHER_SIZES = (dict(B=1, T=3, S=5, D=5, h=3, d_c=2, d_nope=7), dict(B=2, T=4, S=7, D=9, h=5, d_c=3, d_nope=2))
 
 
 def _notebook_data(function: Any) -> list[str]:
@@ -264,98 +189,6 @@ def _run_scores(question: str, function: Any, args: tuple[Floats, ...], what: st
         return result
     kind = same_kind(question, result, args[0])
     return kind if kind is not None else array_answer(question, result, what)
-
-
-def check_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) -> Verdict:
-    """Question "latent scores": ``function(x, latent, w_q_absorbed)`` returns the raw (unscaled)
-    scores ``(B, h, T, S)`` of every head against the latent, without the key up-projection.
-
-    The function is called on ``x (B, T, D)`` with the latent ``x @ w_dkv`` and the absorbed
-    matrices built from ``w_q (h, D, d_nope)`` and ``w_uk (h, d_c, d_nope)``, and compared with the
-    explicit scores ``q_i @ k_i.T``. It never sees ``w_uk``, so it must use the absorbed route; it is
-    then run on two layers of other sizes (`OTHER_SIZES`), which catches answers tied to the lesson's
-    sizes or globals, and a batch axis lined up with the heads axis (which B = 1 hides).
-
-    Recognises: the heads summed, one head only, each head's scores transposed, a scale of
-    ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)`` (the question asks for raw scores), the notebook's
-    variables read inside the function, and the latent's missing heads axis.
-    """
-    question = "latent scores"
-    xs = reference_array("x", x, "(B, T, D)", rank=3)
-    wdkv = reference_array("w_dkv", w_dkv, "(D, d_c)", rank=2)
-    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
-    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
-    args, right = _scores_problem(xs, wdkv, wq, wuk)
-    what = "the body of your function: it returns the raw scores (B, h, T, S) of every head against the latent"
-    a = _run_scores(question, function, args, what)
-    if isinstance(a, Verdict) and a.answered and "your function raised" in a.message:
-        batch_problem = _other_sizes_problem(question, function, what, a.message, xs.shape[0])
-        return a if batch_problem is None else batch_problem
-    if isinstance(a, Verdict):
-        return a
-    if not same(a, right):
-        d_c, d_nope = wuk.shape[1], wuk.shape[2]
-        mistake = first_match(a, [
-            (right.sum(axis=1), "you summed over the heads; every head has its own scores, (B, h, T, S)"),
-            (right[:, 0], "that is head 0 only; keep every head: (B, h, T, S)"),
-            (np.swapaxes(right, -1, -2),
-             "each head's scores are transposed, (B, h, S, T); rows are queries, columns are latents"),
-            (right / math.sqrt(d_nope),
-             "you scaled by 1/sqrt(d_nope): right for attention, but here we want the raw scores to compare "
-             "them with the explicit q @ k.T; leave the scale out"),
-            (right / math.sqrt(d_c),
-             "you scaled by 1/sqrt(d_c), which would be wrong even in attention: the scale stays "
-             "1/sqrt(d_nope), the width of the keys we never build. Here leave the scale out"),
-        ])
-        if mistake is None:
-            generic = _same_shape_hint(a, right, "the explicit scores q_i . k_i of each head")
-            mistake = getattr(_other_sizes_problem(question, function, what, generic, xs.shape[0]), "message", generic)
-        return failed(question, mistake)
-    verdict = _other_sizes_problem(question, function, what, "", None)
-    if verdict is not None:
-        return verdict
-    return passed(
-        question,
-        f"queries projected to the d_c = {wuk.shape[1]} latent features meet the latent directly; the "
-        f"scores {right.shape} equal the explicit q_i @ k_i.T of every head, and no key was built (also on two "
-        "layers of other sizes)",
-    )
-
-
-def _other_sizes_problem(question: str, function: Any, what: str, lesson_failure: str,
-                         lesson_batch: int | None) -> Verdict | None:
-    """Runs ``function`` on the `OTHER_SIZES` problems; a failed `Verdict` naming why it fails there, or ``None``.
-
-    With ``lesson_batch`` (the function already failed on the lesson's layer, ``lesson_failure`` says
-    how), only the batch-axis diagnosis is looked for: right with B = 1, wrong with a batch of more.
-    """
-    for number, sizes in enumerate(OTHER_SIZES):
-        other_args, other_right = _random_problem(6 + number, **sizes)
-        other = _run_scores(question, function, other_args, what)
-        ok = not isinstance(other, Verdict) and same(other, other_right)
-        if lesson_batch is not None:
-            if sizes["B"] == 1 and ok and lesson_batch > 1:
-                return failed(question, f"right when the batch holds one sequence, but not for the B = {lesson_batch} "
-                                        f"here ({lesson_failure}): {_BATCH_AXIS}")
-            return None
-        if ok:
-            continue
-        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
-        why = other.message if isinstance(other, Verdict) else (
-            f"your shape {other.shape}, expected {other_right.shape}" if other.shape != other_right.shape
-            else "other numbers")
-        globals_read = _notebook_data(function)
-        if globals_read:
-            names = ", ".join(f"`{name}`" for name in globals_read)
-            return failed(question, f"right for the lesson's layer, but not for a layer of other sizes ({shown}; "
-                                    f"{why}): your function reads the notebook's {names}; use only its arguments "
-                                    "x, latent and w_q_absorbed, and read every size from their shapes")
-        if sizes["B"] > 1:
-            return failed(question, f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown}; "
-                                    f"{why}): {_BATCH_AXIS}")
-        return failed(question, f"right for the lesson's layer, but not for a layer of other sizes ({shown}; {why}): "
-                                "does your function use a size it does not read from its arguments' shapes?")
-    return None
 
 
 _BATCH_AXIS = ("the latent (B, S, d_c) has no heads axis, so (B, h, T, d_c) @ (B, d_c, S) lines its batch axis up "
@@ -465,7 +298,7 @@ def check_equivalent_kv_heads(
     the model's real head width ``head_dim``.
     The lesson prints the answer with 2 decimals; an answer rounded to them is accepted.
 
-    Recognises: the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
+    Recognises: floor division (a whole number from ``//``), the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
     ratio upside down, the config's ``num_key_value_heads``, all layers against one, a whole number
     of heads, and an answer off by rounding only.
     """
@@ -487,6 +320,10 @@ def check_equivalent_kv_heads(
             f"({latent_width} + {rope_width}) / (2 x {head_dim}) = {right:g} KV heads: a GQA layer "
             f"caching a K and a V of width {head_dim} per KV head",
         )
+    if isinstance(answer, (int, np.integer)) and not isinstance(answer, bool) and a == mla // (2 * head_dim) != right:
+        return failed(question, f"{a} is a whole number where the ratio is not: floor division `//` drops the "
+                                "fraction (as do int() and round()); divide with `/`, the question asks for the exact "
+                                "ratio, which need not be whole")
     mistakes: list[tuple[Any, str]] = [
         (mla / head_dim, "a GQA KV head caches a key AND a value: it holds twice d_h numbers per token"),
         (latent_width / (2 * head_dim), f"you left out the rotary key; MLA caches d_c + d_rope = {mla} per layer"),
@@ -648,11 +485,15 @@ def check_query_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk:
     problems of other sizes (``T != S``, a batch of 2). ``w_uk`` is handed in as an array that records
     what is computed from it, which shows keys ``latent @ w_uk[i]`` built (the explicit route).
 
-    Recognises: keys built (right numbers, wrong route), the heads summed, one head only, each head's
+    Recognises: the library's ``latent_scores`` called, keys built (right numbers, wrong route), every
+    sequence scored against the first sequence's latent, the heads summed, one head only, each head's
     scores transposed, a scale of ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)``, ``w_uk`` used without its
     transpose, the notebook's variables read inside the function, and the latent's missing heads axis.
     """
     question = "scores against the latent"
+    refused = forbidden_call(question, function, "latent_scores")
+    if refused is not None:
+        return refused
     xs = reference_array("x", x, "(B, T, D)", rank=3)
     wdkv = reference_array("w_dkv", w_dkv, "(D, d_c)", rank=2)
     wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
@@ -700,7 +541,11 @@ def check_query_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk:
 
 def _query_other_sizes(question: str, function: Any, what: str, lesson_failure: str,
                        lesson_batch: int | None) -> Verdict | None:
-    """As `_other_sizes_problem`, for `check_query_latent_scores`."""
+    """Runs ``function`` on the `_QUERY_SIZES` problems; a failed `Verdict` naming why it fails there, or ``None``.
+
+    With ``lesson_batch`` (the function already failed on the lesson's arrays, ``lesson_failure`` says
+    how), only the batch-axis diagnoses are looked for: right with B = 1, wrong with a batch of more.
+    """
     for number, sizes in enumerate(_QUERY_SIZES):
         rng = np.random.default_rng(16 + number)
         B, T, S, D, h, d_c, d_nope = (sizes[k] for k in ("B", "T", "S", "D", "h", "d_c", "d_nope"))
@@ -727,6 +572,13 @@ def _query_other_sizes(question: str, function: Any, what: str, lesson_failure: 
             return failed(question, f"right for the lesson's layer, but not for other sizes ({shown}; {why}): your "
                                     f"function reads the notebook's {names}; use only its arguments q, latent and "
                                     "w_uk, and read every size from their shapes")
+        q_other, latent_other, w_uk_other = other_args
+        first_only = np.einsum("bhtn,hcn,sc->bhts", q_other, w_uk_other, latent_other[0])
+        if sizes["B"] > 1 and not isinstance(other, Verdict) and same(other, first_only):
+            return failed(question, f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown}): "
+                                    "every sequence was scored against the FIRST sequence's latents (latent[:1] or "
+                                    "latent[0] keeps only that one); each sequence b meets its own latent[b]: keep "
+                                    "the latent's batch axis whole and add an axis of size 1 for the heads")
         if sizes["B"] > 1:
             return failed(question, f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown}; "
                                     f"{why}): {_BATCH_AXIS}")
@@ -820,7 +672,7 @@ def check_latent_as_mqa(function: Any, q: Any, q_rope: Any, latent: Any, rope_ke
     other sizes (``T != S``, a batch of 2). The queries and the key may put the rotary part first,
     as long as both do: the scores ``queries @ key.T`` are what is compared.
 
-    Recognises: no heads axis on the key or value, the key or value repeated per head, queries not
+    Recognises: the library's ``multi_query_inputs`` called, no heads axis on the key or value, the key or value repeated per head, queries not
     taken into the latent's space, the rotary part left out, the rotary key in the value,
     concatenation orders that differ between queries and key, pre-scaled queries, and sizes or
     notebook variables the function does not read from its arguments.
@@ -831,6 +683,9 @@ def check_latent_as_mqa(function: Any, q: Any, q_rope: Any, latent: Any, rope_ke
         ("latent", latent, "(B, S, d_c)", 3), ("rope_key", rope_key, "(B, S, d_rope)", 3),
         ("w_uk", w_uk, "(h, d_c, d_nope)", 3)))
     what = "the body of your function: it returns (queries, key, value) for multi-query attention"
+    refused = forbidden_call(question, function, "multi_query_inputs")
+    if refused is not None:
+        return refused
     result = function_answer(question, function, tuple(a.copy() for a in args), what)
     if isinstance(result, Verdict):
         return result

@@ -6,7 +6,9 @@ latent ``c`` (cached) up-projected into per-head keys and values, the shared rot
 the absorbed route (score side: ``q_i W_uk[i]^T`` meets ``c`` directly; value side: the weights mix
 ``c`` itself, then ``W_uv[i] W_o[i]`` maps the mixture to the output), and, dashed, the parts the
 lesson's layer leaves out (query compression and the RMSNorms on the latents). Given the query
-latent's width, the query boxes read from ``c^Q`` as in DeepSeek-V2. The data flows down from ``x``
+latent's width, the picture is DeepSeek-V2's: the query boxes read from ``c^Q`` and the RMSNorm on the
+latent sits on the arrows that read it. Without it, the picture is the lesson's layer: every arrow
+leaves the latent itself and the RMSNorm box is drawn aside, unconnected (`NORM_ASIDE`). The data flows down from ``x``
 on a 7.65 inch wide figure, narrow enough to be shown at its own size in a lesson page.
 """
 
@@ -22,7 +24,7 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from lessons_lib.validation import check_int
 
-__all__ = ["SIZE_KEYS", "flow_labels", "plot_latent_flow"]
+__all__ = ["NORM_ASIDE", "SIZE_KEYS", "flow_labels", "plot_latent_flow"]
 
 SIZE_KEYS = ("D", "h", "d_c", "d_nope", "d_rope", "d_v")
 LEFT_OUT = "not in this lesson's layer"
@@ -52,6 +54,7 @@ BOXES = {
     "rope_key": (2.0, 2.85, 2.95, 0.5),
     "output": (5.93, 2.85, 2.75, 1.0),
 }
+NORM_ASIDE = (6.72, 9.5, 1.95, 0.42)  # the lesson's layer: DeepSeek-V2's RMSNorm drawn aside, top right
 CACHED = ("latent", "rope_key")
 CANVAS = (0.1, 7.75, 1.3, 9.8)  # x from, x to, y from, y to, in inches (7.65 in wide)
 FONT = 9.0  # every text but the title, in points: the figure is narrow enough to be shown at its own size
@@ -112,6 +115,11 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
 def _edge(name: str, side: str, shift: float = 0.0) -> tuple[float, float]:
     """A point on one side of a box, ``shift`` along that side from its middle."""
     x, y, w, h = BOXES[name]
+    return _side((x, y, w, h), side, shift)
+
+
+def _side(box: tuple[float, float, float, float], side: str, shift: float = 0.0) -> tuple[float, float]:
+    x, y, w, h = box
     return {"left": (x - w / 2, y + shift), "right": (x + w / 2, y + shift),
             "top": (x + shift, y + h / 2), "bottom": (x + shift, y - h / 2)}[side]
 
@@ -134,8 +142,8 @@ def _label(ax: Axes, at: tuple[float, float], text: str, colour: str, ha: str = 
             bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none"))
 
 
-def _box(ax: Axes, name: str, text: str) -> None:
-    x, y, w, h = BOXES[name]
+def _box(ax: Axes, name: str, text: str, where: tuple[float, float, float, float] | None = None) -> None:
+    x, y, w, h = BOXES[name] if where is None else where
     dashed, cached = name in DASHED, name in CACHED
     fill = CACHED_FILL if cached else LEFT_OUT_FILL if dashed else TENSOR_FILL
     fill = ABSORBED_FILL if name == "absorbed_q" else fill
@@ -147,16 +155,25 @@ def _box(ax: Axes, name: str, text: str) -> None:
 
 
 def plot_latent_flow(
-    sizes: Mapping[str, int], query_latent_width: int | None = None, title: str | None = None
+    sizes: Mapping[str, int], query_latent_width: int | None = None, title: str | None = None,
+    norm_inline: bool | None = None,
 ) -> Figure:
     """MLA's data flow with the boxes labelled by `flow_labels` (``sizes`` as there); returns the figure.
 
     Grey arrows: the explicit route (rebuild every head's K and V). Orange: the absorbed route
     (queries meet the cached latent). Dashed: parts of DeepSeek-V2 the lesson's layer leaves out.
+    ``norm_inline`` (default: whether ``query_latent_width`` is given, i.e. DeepSeek-V2 is drawn) puts
+    the RMSNorm on the latent between the latent and everything that reads it; otherwise the arrows
+    leave the latent and the norm box stands aside, unconnected, at `NORM_ASIDE`.
     Blue boxes are what the cache keeps per token and layer. Each box's text has ``gid`` = its name.
     """
     labels = flow_labels(sizes, query_latent_width)
     n = _sizes(sizes, query_latent_width)
+    if norm_inline is None:
+        norm_inline = query_latent_width is not None
+    if not isinstance(norm_inline, bool):
+        raise TypeError(f"norm_inline must be True, False or None, got {type(norm_inline).__name__}")
+    reader = "kv_norm" if norm_inline else "latent"  # the box the up-projections and the absorbed route read
     fig = plt.figure(figsize=(CANVAS[1] - CANVAS[0], CANVAS[3] - CANVAS[2] + 0.45))
     ax = fig.add_axes((0.0, 0.0, 1.0, (CANVAS[3] - CANVAS[2]) / (CANVAS[3] - CANVAS[2] + 0.45)))
     ax.set_xlim(CANVAS[0], CANVAS[1])
@@ -178,15 +195,16 @@ def plot_latent_flow(
     # x -> the cached latent -> DeepSeek-V2's RMSNorm on it -> everything that reads the latent
     _arrow(ax, _edge("x", "right"), _edge("latent", "top", -0.3), grey)
     _label(ax, (5.05, 9.05), f"W_dkv ({n['D']} {TIMES} {n['d_c']})", grey, ha="left")
-    _arrow(ax, _edge("latent", "bottom"), _edge("kv_norm", "top"), grey)
+    if norm_inline:
+        _arrow(ax, _edge("latent", "bottom"), _edge("kv_norm", "top"), grey)
     margin = CANVAS[0] + 0.12
     _line(ax, [_edge("x", "left"), (margin, BOXES["x"][1]), (margin, BOXES["rope_key"][1])], grey)
     _arrow(ax, (margin, BOXES["rope_key"][1]), _edge("rope_key", "left"), grey)
     _label(ax, (1.8, BOXES["x"][1]), f"W_kr ({n['D']} {TIMES} {n['d_rope']})", grey)
     # The latent, up-projected into every head's keys and values (the explicit route).
-    _arrow(ax, _edge("kv_norm", "bottom", -0.6), _edge("k", "top", 0.25), grey)
+    _arrow(ax, _edge(reader, "bottom", -0.6), _edge("k", "top", 0.25), grey)
     _label(ax, (5.35, 5.75), "W_uk[i]", grey)
-    _arrow(ax, _edge("kv_norm", "bottom", 0.6), _edge("v", "top", -0.1), grey)
+    _arrow(ax, _edge(reader, "bottom", 0.6), _edge("v", "top", -0.1), grey)
     _label(ax, (6.9, 5.75), "W_uv[i]", grey)
     # Into the scores: both query parts, the keys, the rotary key; then the weights to the output.
     _arrow(ax, _edge("q_rope", "bottom", -0.5), _edge("scores", "top", -1.16), grey)
@@ -200,14 +218,14 @@ def plot_latent_flow(
     _arrow(ax, _edge("q", "bottom", -0.6), _edge("absorbed_q", "top", 0.55), orange)
     _label(ax, (2.55, 6.45), f"{TIMES} W_uk[i]^T", orange, ha="right")
     _arrow(ax, _edge("absorbed_q", "bottom"), _edge("scores", "top", -0.06), orange)
-    _arrow(ax, _edge("kv_norm", "left", -0.1), _edge("scores", "right", 0.35), orange)
+    _arrow(ax, _edge(reader, "left", -0.1), _edge("scores", "right", 0.35), orange)
     _label(ax, (4.25, 5.62), "absorbed: c itself", orange)
     channel = BOXES["output"][0]  # down the gap between the keys and the values
-    top, bottom = _edge("kv_norm", "bottom")[1], _edge("output", "top")[1]
+    top, bottom = _edge(reader, "bottom")[1], _edge("output", "top")[1]
     _arrow(ax, (channel, top), (channel, bottom), orange)
     _label(ax, (channel, (top + bottom) / 2), f"absorbed: weights {TIMES} c, then W_uv[i] W_o[i]", orange, rotation=90)
     for name, text in labels.items():
-        _box(ax, name, text)
+        _box(ax, name, text, None if norm_inline or name != "kv_norm" else NORM_ASIDE)
     legend = [
         Line2D([], [], color=grey, lw=1.4, label="explicit route: rebuild K, V per head"),
         Line2D([], [], color=orange, lw=1.4, label="absorbed route: queries meet the latent, weights mix it"),

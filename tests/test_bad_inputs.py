@@ -3120,9 +3120,6 @@ BAD_INPUTS = [
         ValueError,
         ("latent must have 3 axes laid out as (B, T, d_c), got shape (3, 8)"),
     ),
-        RETURNS,
-        ("[latent scores] not yet: expected a function, got int 42"),
-    ),
     Bad(
         "checks.latent_attention.check_mla_cache_elements",
         "check_mla_cache_elements_zero_bytes",

@@ -3,8 +3,6 @@ are "not answered yet", odd inputs never raise, and no "not yet" message gives t
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np

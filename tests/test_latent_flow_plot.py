@@ -141,8 +141,8 @@ def test_lesson_layer_reads_the_latent_and_draws_the_norm_aside() -> None:
     fig = plot_latent_flow(DEEPSEEK_V2)
     ax = fig.axes[0]
     arrows = [a for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch is not None]
-    starts = [tuple(a.xyann) for a in arrows]
-    ends = [tuple(a.xy) for a in arrows]
+    starts = [(float(a.xyann[0]), float(a.xyann[1])) for a in arrows]
+    ends = [(float(a.xy[0]), float(a.xy[1])) for a in arrows]
     assert len(_starts_on(BOXES["latent"], starts)) == 4
     x, y, w, h = NORM_ASIDE
     near = [p for p in starts + ends if x - w / 2 - 0.05 <= p[0] <= x + w / 2 + 0.05

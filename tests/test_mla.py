@@ -14,10 +14,10 @@ from lessons_lib.mla import (
     LatentAttention,
     LatentCache,
     attention_multiply_adds,
-    per_head_projection,
     latent_scores,
     mla_cache_bytes,
     multi_query_attention,
+    per_head_projection,
 )
 from lessons_lib.rope import apply_rope
 

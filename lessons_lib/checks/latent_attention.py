@@ -74,7 +74,8 @@ def check_rebuilt_keys(
 
     Recognises: ``latent @ w_uk`` (the latent's batch axis lined up with the heads axis, B lost), the
     value up-projection used, section 1's latent or key up-projection used, head 0's up-projection
-    for every head, a reshape where a transpose belongs, heads and features swapped, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
+    for every head, a reshape where a transpose belongs, heads and features swapped, heads after
+    tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
     d_nope)`` (a list of per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads
     concatenated ``(B, T, h * d_nope)``, one head only, and the heads summed.
     """
@@ -298,7 +299,8 @@ def check_equivalent_kv_heads(
     the model's real head width ``head_dim``.
     The lesson prints the answer with 2 decimals; an answer rounded to them is accepted.
 
-    Recognises: floor division (a whole number from ``//``), the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
+    Recognises: floor division (a whole number from ``//``), the factor 2 forgotten (K and V), the
+    rotary key forgotten, both forgotten, the
     ratio upside down, the config's ``num_key_value_heads``, all layers against one, a whole number
     of heads, and an answer off by rounding only.
     """
@@ -672,7 +674,8 @@ def check_latent_as_mqa(function: Any, q: Any, q_rope: Any, latent: Any, rope_ke
     other sizes (``T != S``, a batch of 2). The queries and the key may put the rotary part first,
     as long as both do: the scores ``queries @ key.T`` are what is compared.
 
-    Recognises: the library's ``multi_query_inputs`` called, no heads axis on the key or value, the key or value repeated per head, queries not
+    Recognises: the library's ``multi_query_inputs`` called, no heads axis on the key or value, the
+    key or value repeated per head, queries not
     taken into the latent's space, the rotary part left out, the rotary key in the value,
     concatenation orders that differ between queries and key, pre-scaled queries, and sizes or
     notebook variables the function does not read from its arguments.

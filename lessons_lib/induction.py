@@ -11,12 +11,17 @@ Layers and heads are numbered from 0 in code: "layer 0" is the first layer.
 
 Two scores per head, from its attention weights ``A (B, T, T)`` (query ``t``, key ``s``):
 
-- previous-token score  ``prev = mean over b and t = 1 .. P-1 of A[b, t, t - 1]``
-  (``P = T`` by default; ``P = L`` scores the first half only, the keys an induction head reads)
+- previous-token score  ``prev = mean over b and t = a .. P-1 of A[b, t, t - 1]``
+  (``a = 1, P = T`` by default; ``P = L`` scores the first half only, the keys an induction head
+  reads; ``a = L`` the repeated half, where a head may also look at the earlier copy ``t - L``)
 - induction score       ``ind  = mean over b and t = L .. T-1 of A[b, t, t - L + 1]``
 
 Position ``t - L + 1`` holds the token that came *after* the earlier copy of token ``t`` (that copy
 sits at ``t - L``): an induction head attends there and copies it. Both scores lie in ``[0, 1]``.
+
+Attending there is half of an induction head (Olsson et al., 2022); the other half is *copying*:
+what the head writes must raise the logit of the token it reads. `copying_scores` measures that
+from the weights, through each head's full OV circuit ``W_E @ OV @ W_U`` (Elhage et al., 2021).
 
 Training varies the repeat's length (see `repeated_tokens`), so the earlier copy cannot be found by
 position: the last layer's head must match tokens. It can if an earlier head has written "my
@@ -57,6 +62,8 @@ __all__ = [
     "InductionModel",
     "ablation_losses",
     "composition_scores",
+    "copying_scores",
+    "full_ov_circuit",
     "even_spread_weights",
     "head_writes",
     "induction_score",
@@ -385,6 +392,49 @@ def weight_composition_scores(model: InductionModel) -> dict[str, Array]:
     return {name: np.array(rows) for name, rows in table.items()}
 
 
+def full_ov_circuit(model: InductionModel, layer: int, head: int) -> Array:
+    """``(V, V)``: ``W_E @ OV @ W_U`` of head ``head`` of layer ``layer``, ``OV = Wv_head @ Wo_head``.
+
+    Entry ``[a, b]`` is how much the head raises the logit of token ``b`` when it attends (with
+    weight 1) to a position holding token ``a``, through the direct path: the token's embedding read
+    by the head's value, written through its rows of ``W_o`` and read by the unembedding. (Position
+    embeddings and earlier layers' writes are left out: this is the token-to-logit part.)
+    """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
+    layer = check_int("layer", layer, low=0, high=model.config.layers - 1)
+    chosen = model.layers[layer]
+    head = check_int("head", head, low=0, high=chosen.heads - 1)
+    cols = slice(head * chosen.head_width, (head + 1) * chosen.head_width)
+    ov = chosen.wv[:, cols] @ chosen.wo[cols, :]  # (D, D): what the head writes for what it reads
+    circuit: Array = model.token_embedding @ ov @ model.unembedding  # (V, D) (D, D) (D, V) -> (V, V)
+    return circuit
+
+
+def copying_scores(model: InductionModel) -> dict[str, Array]:
+    """Does each head copy the token it attends to? Two readings of its `full_ov_circuit` ``M (V, V)``,
+    each ``(layers, h)``:
+
+    - ``"eigenvalue"``: ``sum(eigenvalues of M) / sum(|eigenvalues of M|)``, the copying score of
+      Elhage et al. (2021), used by Olsson et al. (2022). It lies in ``[-1, 1]``: near 1 when ``M``
+      maps every direction roughly onto itself with a positive factor (reading token ``a`` raises
+      ``a``'s logit: copying), near -1 when it maps them onto their negatives (anti-copying: the
+      head lowers the logit of the token it reads).
+    - ``"top_token"``: the fraction of tokens ``a`` whose own logit is the largest of row ``a``, i.e.
+      attending to ``a`` raises ``a`` more than any other token (a uniform chance is ``1 / V``).
+    """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
+    c = model.config
+    eigen = np.zeros((c.layers, c.heads))
+    top = np.zeros((c.layers, c.heads))
+    for i in range(c.layers):
+        for j in range(c.heads):
+            circuit = full_ov_circuit(model, i, j)
+            values = np.linalg.eigvals(circuit)  # complex in general; their sum is the (real) trace
+            eigen[i, j] = values.sum().real / np.abs(values).sum()
+            top[i, j] = np.mean(circuit.argmax(axis=1) == np.arange(c.vocab))
+    return {"eigenvalue": eigen, "top_token": top}
+
+
 def induction_targets(tokens: Any) -> NDArray[np.int64]:
     """For each position ``t`` of ``tokens (T,)``: the position after the latest earlier copy of
     token ``t``, or ``-1`` where token ``t`` has not occurred before.
@@ -429,10 +479,12 @@ def _check_weights(weights: Any) -> None:
         raise ValueError(f"weights must be self-attention weights (B, h, T, T), got shape {weights.shape}")
 
 
-def previous_token_score(weights: Array, positions: int | None = None) -> Array:
-    """Per head, ``mean over b and t = 1 .. P-1 of A[b, head, t, t - 1]``: ``(B, h, T, T)`` -> ``(h,)``.
+def previous_token_score(weights: Array, positions: int | None = None, start: int = 1) -> Array:
+    """Per head, ``mean over b and t = a .. P-1 of A[b, head, t, t - 1]``: ``(B, h, T, T)`` -> ``(h,)``.
 
-    ``positions`` is ``P``, how many leading query positions to score (default: all ``T``).
+    ``positions`` is ``P``, how many leading query positions to score (default: all ``T``);
+    ``start`` is ``a``, the first query scored (default 1, the first with a previous token; ``L``
+    scores the repeated half of an ``A A`` sequence).
     """
     _check_weights(weights)
     T = weights.shape[-1]
@@ -441,8 +493,9 @@ def previous_token_score(weights: Array, positions: int | None = None) -> Array:
             f"weights cover T={T} position; a previous-token score needs T >= 2, got shape {weights.shape}"
         )
     P = T if positions is None else check_int("positions", positions, low=2, high=T, symbol="P")
-    t = np.arange(1, P)
-    score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - 1) -> (h,)
+    a = check_int("start", start, low=1, high=P - 1, symbol="a")
+    t = np.arange(a, P)
+    score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - a) -> (h,)
     return score
 
 
@@ -547,6 +600,7 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     _, weights = run(model, tokens[:, :-1])
     prev = np.stack([previous_token_score(w) for w in weights])  # (layers, h)
     prev_first = np.stack([previous_token_score(w, c.half) for w in weights])  # queries 1 .. L-1 only
+    prev_second = np.stack([previous_token_score(w, start=c.half) for w in weights])  # queries L .. 2L-2
     ind = np.stack([induction_score(w, c.half) for w in weights])
     prev_head, ind_head = int(prev_first[0].argmax()), int(ind[-1].argmax())
     induction_heads = [(c.layers - 1, int(j)) for j in np.flatnonzero(ind[-1] > 0.7)]
@@ -569,6 +623,7 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
         "even_spread_induction_score": rounded(induction_score(spread, c.half)[0]),
         "previous_token_score": rounded(prev),
         "previous_token_score_first_half": rounded(prev_first),
+        "previous_token_score_repeated_half": rounded(prev_second),
         "induction_score": rounded(ind),
         "previous_token_head": [0, prev_head],
         "induction_head": [c.layers - 1, ind_head],
@@ -584,11 +639,13 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     both = repeat_prediction_stats(model, tokens, induction_heads)
     both_loss = loss_per_position(model, tokens, induction_heads)[c.half :].mean()
     by_weights = weight_composition_scores(model)
+    copying = copying_scores(model)
     return figures | {
         "last_layer_induction_score_with_first_layer_head_ablated": rounded(composed),
         "last_layer_induction_score_with_first_layer_head_hidden_from_keys": rounded(hidden["keys"]),
         "last_layer_induction_score_with_first_layer_head_hidden_from_queries": rounded(hidden["queries"]),
         **{f"weight_composition_scores_{name}": rounded(table) for name, table in by_weights.items()},
+        **{f"copying_score_{name}": rounded(table) for name, table in copying.items()},
         "induction_heads_zeroed_repeated_half_loss": rounded(both_loss),
         **{f"induction_heads_zeroed_{name}": rounded(value) for name, value in both.items()},
     }

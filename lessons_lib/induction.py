@@ -69,6 +69,7 @@ __all__ = [
     "induction_score",
     "induction_targets",
     "load_induction_model",
+    "offset_score",
     "loss_per_position",
     "measure",
     "path_ablation_scores",
@@ -513,6 +514,26 @@ def induction_score(weights: Array, half: int) -> Array:
     half = check_int("half", half, high=T - 1, symbol="L")
     t = np.arange(half, T)
     score: Array = weights[..., t, t - half + 1].mean(axis=(0, 2))  # (B, h, T - L) -> (h,)
+    return score
+
+
+def offset_score(weights: Array, offset: int, queries: Any) -> Array:
+    """Per head, ``mean over b and t in queries of A[b, head, t, t - offset]``: ``(B, h, T, T)`` -> ``(h,)``.
+
+    The weight each query ``t`` puts on the key ``offset`` positions back. Both scores above are
+    cases of it: `previous_token_score` is offset 1, `induction_score` offset ``L - 1`` over the
+    queries ``L .. T-1``; offset ``L`` over those queries is the weight on the earlier copy itself.
+    ``queries`` are integer positions with ``offset <= t < T``.
+    """
+    _check_weights(weights)
+    T = weights.shape[-1]
+    offset = check_int("offset", offset, low=0, high=T - 1)
+    t = np.asarray(queries)
+    if t.ndim != 1 or t.size == 0 or t.dtype.kind not in "iu":
+        raise TypeError(f"queries must be a non-empty 1-D array of integer positions, got {t.dtype} {t.shape}")
+    if t.min() < offset or t.max() >= T:
+        raise ValueError(f"queries must lie in offset .. T-1 = {offset} .. {T - 1}, got {t.min()} .. {t.max()}")
+    score: Array = weights[..., t, t - offset].mean(axis=(0, 2))  # (B, h, len(queries)) -> (h,)
     return score
 
 

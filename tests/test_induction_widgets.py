@@ -186,7 +186,7 @@ def test_residual_stream_boxes_come_from_the_sizes() -> None:
     fig = residual_stream.plot_residual_stream(8, 2, 32)
     texts = box_texts(fig)
     assert texts == residual_stream.block_labels(8, 2, 32)
-    assert "W_q, W_k, W_v[:, 4:8]" in texts["head 1"] and "W_o[4:8, :]" in texts["head 1"]
+    assert "W_q[:, 4:8],\nW_k[:, 4:8], W_v[:, 4:8]" in texts["head 1"] and "W_o[4:8, :]" in texts["head 1"]
     assert "D=8 -> F=32 -> D" in texts["ffn"] and "x (B, T, D=8)" in texts["embed"]
     assert sum(isinstance(p, FancyBboxPatch) for p in fig.axes[0].patches) == 7  # embed, out, 2 norms, 2 heads, ffn
     plt.close(fig)

@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
 from lessons_lib.plotting import MAX_FIGURE_INCHES, MIN_FONT_POINTS
+from lessons_lib.plotting.palette import HEAD_COLOURS
 from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, label_step
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "plot_composition",
     "plot_head_maps",
     "plot_loss_per_position",
+    "plot_ov_circuits",
     "token_labels",
 ]
 
@@ -70,7 +72,8 @@ def plot_loss_per_position(
     ax.set_xlabel("position t (the model predicts token t + 1)", fontsize=9)
     ax.set_ylabel("cross-entropy (nats)", fontsize=9)
     ax.set_title(title or "next-token loss at each position", fontsize=10)
-    ax.legend(fontsize=9, loc="center right")
+    # Below the axes: inside, the legend would cover points the lesson asks about (position L - 1).
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     return fig
 
 
@@ -193,6 +196,9 @@ def plot_ablation(table: Floats, base: float, title: str = "") -> Figure:
     return fig
 
 
+COMPOSITION_HATCHES = ("", "//", "..", "xx", "\\\\", "++")
+
+
 def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: str = "") -> Figure:
     """Bars: the last layer's induction score of each head in ``heads``, under each condition.
 
@@ -204,12 +210,40 @@ def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: 
     for k, name in enumerate(conditions):
         _check_axes(f"scores[{name!r}]", scores[name], "(h,)")
         x = np.arange(len(heads)) + (k - (len(conditions) - 1) / 2) * bar_width
-        ax.bar(x, [scores[name][j] for j in heads], bar_width * 0.9, color=f"C{k}", label=name)
+        # Okabe-Ito colours and a hatch per condition: told apart under colour-vision deficiency and in grey.
+        ax.bar(x, [scores[name][j] for j in heads], bar_width * 0.9, color=HEAD_COLOURS[k % len(HEAD_COLOURS)],
+               hatch=COMPOSITION_HATCHES[k % len(COMPOSITION_HATCHES)], edgecolor="black", linewidth=0.6, label=name)
     ax.set_xticks(range(len(heads)), [f"last layer, head {j}" for j in heads])
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("induction score", fontsize=9)
     ax.set_title(title or "induction score when the previous-token head's write is hidden", fontsize=10)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def plot_ov_circuits(circuits: Mapping[str, Floats], title: str = "") -> Figure:
+    """One map per ``(V, V)`` full OV circuit in ``circuits`` (title -> matrix): row ``a`` is what the
+    head adds to every token's logit when it attends to token ``a``. A diverging scale centred on 0, the
+    same for every panel: red raises a logit, blue lowers it; a copying head has a red diagonal."""
+    names = list(circuits)
+    for name in names:
+        _check_axes(f"circuits[{name!r}]", circuits[name], "(V, V)")
+    limit = max(float(np.abs(circuits[name]).max()) for name in names)
+    fig, axes = plt.subplots(1, len(names), figsize=(min(2.6 * len(names) + 1.0, MAX_FIGURE_INCHES), 3.0),
+                             layout="constrained", squeeze=False)
+    image = None
+    for ax, name in zip(axes[0], names, strict=True):
+        image = ax.imshow(circuits[name], cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(name, fontsize=MIN_FONT_POINTS)
+        ax.set_xlabel("logit of token b", fontsize=MIN_FONT_POINTS)
+        ax.tick_params(labelsize=MIN_FONT_POINTS)
+    axes[0][0].set_ylabel("attended token a", fontsize=MIN_FONT_POINTS)
+    assert image is not None
+    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
+    bar.set_label("logit change", fontsize=MIN_FONT_POINTS)
+    bar.ax.tick_params(labelsize=MIN_FONT_POINTS)
+    fig.suptitle(title or "full OV circuits W_E OV W_U: attend to token a, change the logit of token b",
+                 fontsize=10)
     return fig
 
 

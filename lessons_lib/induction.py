@@ -557,12 +557,13 @@ def even_spread_weights(T: int) -> Array:
     return weights
 
 
-def repeat_bets(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
+def repeat_bets(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]] = ()) -> dict[str, Array]:
     """Where the model puts its next-token probability at each position of ``tokens (B, T)`` (it reads
-    all of them): means over the batch, ``(T,)`` each, of the probability of the sequence's first
-    token (``"first_token"``: a bet that a repeat starts) and of every token among ``0 .. t`` already
-    seen (``"seen"``; in a first half of distinct tokens none of them can come next)."""
-    logits, _ = run(model, tokens)
+    all of them), with the heads in ``ablate`` zeroed: means over the batch, ``(T,)`` each, of the
+    probability of the sequence's first token (``"first_token"``: a bet that a repeat starts) and of
+    every token among ``0 .. t`` already seen (``"seen"``; in a first half of distinct tokens none of
+    them can come next)."""
+    logits, _ = run(model, tokens, ablate)
     p = softmax(logits, axis=-1)  # (B, T, V)
     T = tokens.shape[1]
     seen = np.zeros(p.shape, dtype=bool)

@@ -368,3 +368,14 @@ def test_previous_token_score_on_either_half() -> None:
         induction.previous_token_score(weights, start=7)
     with pytest.raises(ValueError, match="start"):
         induction.previous_token_score(weights, 4, start=4)
+
+
+def test_anti_copying_heads_push_seen_tokens_down() -> None:
+    # Lesson 09's claim: zeroing layer 1's anti-copying heads (0 and 1) moves first-half probability onto
+    # tokens already seen, which never come next there (positions 1 .. L-2; at L-1 a repeat may start).
+    model = induction.load_induction_model()
+    tokens = induction.repeated_tokens(64, model.config.vocab, model.config.half, seed=induction.EVAL_SEED)[:, :-1]
+    L = model.config.half
+    intact = induction.repeat_bets(model, tokens)["seen"][1 : L - 1]
+    zeroed = induction.repeat_bets(model, tokens, ablate=[(1, 0), (1, 1)])["seen"][1 : L - 1]
+    assert np.all(zeroed > intact + 0.3)

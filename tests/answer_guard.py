@@ -19,8 +19,9 @@ they ran those cells, their printed output) and the reveal's own source. The gua
     with the question);
 (b) an exercise's answer phrase stands anywhere above its solution, or its solution's code, with
     names and literals abstracted (attribute names kept), shares at least `COPY_SHARE` of its
-    `SHINGLE`-token runs with one code cell or markdown code span a learner sees above it (runs that
-    are in the code the exercise gives to mend do not count: the mend is what must not be shown).
+    `SHINGLE`-token runs with the code cells and markdown code spans a learner sees above it, taken
+    together (the exercise's own blank cell does not count, nor do runs that are in the code the
+    exercise gives to mend: the mend is what must not be shown).
 
 It is a guard, not a proof: a blind trial by someone who has not seen the solutions is the proof.
 """
@@ -253,7 +254,6 @@ def exercise_leaks(lesson: str, cells: list[Cell]) -> list[Leak]:
             continue
         if "sizes" not in spec:
             leaks.append(Leak(lesson, item, "does not declare its sizes (metadata several_heads.exercise.sizes)"))
-        above = [c for c in cells[:where] if "solution" not in tags(c)]
         for phrase in spec.get("answer", []):
             for j, seen in enumerate(cells[:where]):
                 if "solution" not in tags(seen) and contains(seen_text(seen), phrase):
@@ -264,14 +264,18 @@ def exercise_leaks(lesson: str, cells: list[Cell]) -> list[Leak]:
         given = "\n".join(text(cells[ids[g]]) for g in given_ids if g in ids)
         if len(given_ids) != sum(g in ids for g in given_ids):
             leaks.append(Leak(lesson, item, f"names a given cell that is not in the lesson: {given_ids}"))
-        for j, seen in enumerate(cells[:where]):
-            if seen.get("id") in given_ids:
-                continue
-            for piece in visible_code(seen) if seen in above else []:
-                share = copied_share(solution, piece, given)
-                if share >= COPY_SHARE:
-                    leaks.append(Leak(lesson, item, f"{share:.0%} of its solution's code is on screen in cell {j}"))
-                    break
+        # Everything visible above the solution counts together (runs copied from two cells are as
+        # copied as runs from one), except the exercise's own blank cells and the code it hands over.
+        own = {j for j in range(i + 1, where) if "exercise" in tags(cells[j])}
+        pieces = [(j, piece) for j, seen in enumerate(cells[:where])
+                  if j not in own and seen.get("id") not in given_ids and "solution" not in tags(seen)
+                  for piece in visible_code(seen)]
+        given = "\n".join([given, *(text(cells[j]) for j in sorted(own))])  # the blank template is given
+        share = copied_share(solution, "\n".join(piece for _, piece in pieces), given)
+        if share >= COPY_SHARE:
+            most = max(pieces, key=lambda jp: copied_share(solution, jp[1], given))[0]
+            problem = f"{share:.0%} of its solution's code is on screen above it (most in cell {most})"
+            leaks.append(Leak(lesson, item, problem))
     return leaks
 
 

@@ -123,8 +123,26 @@ def test_a_solution_shown_above_under_other_names_is_found() -> None:
     shown = code("s = a @ np.swapaxes(b, -1, -2) / math.sqrt(a.shape[-1])\nbest = s.max(axis=-1)\nprint(best)")
     found = exercise_leaks("01", exercise(SOLUTION, shown))
     assert [str(leak) for leak in found] == [
-        "01 Your turn 1 (cell 1): 100% of its solution's code is on screen in cell 0"
+        "01 Your turn 1 (cell 1): 100% of its solution's code is on screen above it (most in cell 0)"
     ]
+
+
+def test_a_solution_shown_in_pieces_across_cells_is_found() -> None:
+    """Neither cell alone holds half of the solution; the two together hold all of it."""
+    first = code("s = a @ np.swapaxes(b, -1, -2) / 2.0\nprint(s)")
+    second = code("u = a.shape[-1]\nw = math.sqrt(c)\nbest = s.max(axis=-1)")
+    assert all(copied_share(SOLUTION, piece["source"]) < 0.5 for piece in (first, second))
+    found = exercise_leaks("01", exercise(SOLUTION, first, second))
+    assert len(found) == 1 and "of its solution's code is on screen above it" in str(found[0]), found
+
+
+def test_the_blank_template_of_the_exercise_is_not_a_copy() -> None:
+    """The exercise cell hands over the signature and docstring: the solution repeats them."""
+    template = "def f(x: np.ndarray) -> np.ndarray:\n    \"\"\"(B, h, T, d) -> (B, T, h * d).\"\"\"\n    ..."
+    solution = template.replace("    ...", "    return x.swapaxes(1, 2).reshape(x.shape[0], x.shape[2], -1)")
+    cells = exercise(solution)
+    cells[-3]["source"] = template
+    assert exercise_leaks("01", cells) == []
 
 
 def test_a_solution_shown_in_a_hint_is_found() -> None:

@@ -2,11 +2,12 @@
 
 ``several-heads prepare`` writes the lessons and JupyterLab serves them, as ``several-heads lab``
 does, in headless Chromium at 1440 x 900 (a laptop). For every ``**Predict:**`` of a lesson, the
-question is scrolled to the top of the notebook and every piece of text the learner can then see is
-read (a folded ``<details>`` block shows only its summary): none may contain an answer phrase the
-Predict declares (``several_heads.predict.answer``, see ``tests/answer_guard.py``). Nothing is run:
-this is the screen of a learner who has not yet run the reveal. Lessons whose items are still listed
-in ``KNOWN_LEAKS`` (``tests/test_answer_guard.py``) are left out until they are rebuilt.
+screen the learner sees with the question scrolled to the top of the notebook is read off the laid-out
+page (every piece of text inside it; a folded ``<details>`` block shows only its summary): none may
+contain an answer phrase the Predict declares (``several_heads.predict.answer``, see
+``tests/answer_guard.py``). Nothing is run: this is the screen of a learner who has not yet run the
+reveal. Lessons whose items are still listed in ``KNOWN_LEAKS`` (``tests/test_answer_guard.py``) are
+left out until they are rebuilt.
 Fixtures come from conftest.py beside this file.
 """
 
@@ -29,66 +30,83 @@ from test_answer_guard import KNOWN_LEAKS
 LAPTOP = {"width": 1440, "height": 900}
 CHECKED = [path.name for path in LESSONS if path.name[:2] not in KNOWN_LEAKS]
 
-# The text of every shown text node of the notebook that has a box inside the notebook's visible area.
-VISIBLE_TEXT_JS = """
-(notebook) => {
-  const scroller = notebook.closest('.jp-WindowedPanel-outer') || notebook.parentElement;
+# Where every Predict's screen would be, measured on the laid-out page in one pass. Windowing is off
+# in the test server (every cell is in the page), so each text box has its place in the notebook's
+# scrolled content. Scrolling a question to the top shows the content from the question's top to one
+# screen below it, unless the notebook ends first: then the screen shows its last screenful. The text
+# of every shown text node with a box inside that window is read; text inside a closed <details> (a
+# hint, a "What happened?") is laid out but not shown, and is left out.
+SCREENS_JS = """
+(indices) => {
+  const notebook = document.querySelector('.jp-NotebookPanel .jp-Notebook');
+  const cells = Array.from(notebook.querySelectorAll('.jp-Cell'));
+  const scroller = cells[0].closest('.jp-WindowedPanel-outer');  // the element that scrolls the cells
   const view = scroller.getBoundingClientRect();
-  const seen = [];
-  for (const cell of notebook.querySelectorAll('.jp-Cell')) {
-  const around = cell.getBoundingClientRect();
-  if (around.bottom <= view.top || around.top >= view.bottom) continue;
-  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const node = walker.currentNode;
-    // Text inside a closed <details> (a hint, a "What happened?") is laid out but not shown.
-    if (!node.parentElement || !node.parentElement.checkVisibility()) continue;
-    const range = document.createRange();
-    range.selectNodeContents(node);
-    for (const box of range.getClientRects()) {
-      if (box.width > 0 && box.height > 0 && box.bottom > view.top + 1 && box.top < view.bottom - 1) {
-        seen.push(node.textContent);
-        break;
+  const origin = view.top - scroller.scrollTop;  // content offset 0, in viewport coordinates
+  const lowest = scroller.scrollHeight - scroller.clientHeight;  // the furthest the notebook scrolls
+  const pieces = [];  // [top, bottom, text] of every shown text node, in content coordinates
+  for (const cell of cells) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode;
+      if (!node.parentElement || !node.parentElement.checkVisibility()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const box of range.getClientRects()) {
+        if (box.width > 0 && box.height > 0) pieces.push([box.top - origin, box.bottom - origin, node.textContent]);
       }
     }
   }
-  }
-  return seen.join(' ');
+  return indices.map(index => {
+    const top = Math.min(cells[index].getBoundingClientRect().top - origin, Math.max(lowest, 0));
+    const bottom = top + view.height;
+    const seen = new Set();
+    const shown = [];
+    for (const [upper, lower, text] of pieces) {
+      if (lower > top + 1 && upper < bottom - 1 && !seen.has(upper + '|' + text)) {
+        seen.add(upper + '|' + text);
+        shown.push(text);
+      }
+    }
+    return shown.join(' ');
+  });
 }
 """
 
-
-# Scroll the cell to the top of the notebook's visible area; how far below that top it now starts.
-SCROLL_TO_TOP_JS = """
-(cell) => {
-  cell.scrollIntoView({block: 'start'});
-  const scroller = cell.closest('.jp-WindowedPanel-outer') || cell.parentElement;
-  return cell.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+# The page is laid out when every markdown cell is rendered and the cells' places stop moving.
+LAYOUT_JS = """
+(markdown) => {
+  const notebook = document.querySelector('.jp-NotebookPanel .jp-Notebook');
+  if (notebook.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown').length < markdown) return null;
+  return Array.from(notebook.querySelectorAll('.jp-Cell')).map(cell => Math.round(cell.offsetTop)).join(',');
 }
 """
-OFFSET_JS = """
-(cell) => cell.getBoundingClientRect().top
-  - (cell.closest('.jp-WindowedPanel-outer') || cell.parentElement).getBoundingClientRect().top
-"""
-SETTLE_SECONDS = 10.0
+SETTLE_SECONDS = 30.0
 
 
-def settle_at_top(page: Any, cell: Any) -> None:
-    """Scroll ``cell`` to the top until it stays there: markdown above it may still be rendering (and
-    change height) when a loaded machine first scrolls."""
+def wait_for_layout(page: Any, markdown: int, lesson: str) -> None:
+    """Until every markdown cell is rendered and the cells' places stay the same for 0.3 s (markdown
+    and images still rendering change the heights of the cells above a question)."""
     deadline = time.monotonic() + SETTLE_SECONDS
+    last, since = None, time.monotonic()
     while time.monotonic() < deadline:
-        if abs(cell.evaluate(SCROLL_TO_TOP_JS)) < 2:
-            page.wait_for_timeout(100)
-            if abs(cell.evaluate(OFFSET_JS)) < 2:
+        now = page.evaluate(LAYOUT_JS, markdown)
+        if now is not None and now == last:
+            if time.monotonic() - since >= 0.3:
                 return
+        else:
+            last, since = now, time.monotonic()
         page.wait_for_timeout(100)
-    pytest.fail(f"the cell did not stay at the top of the notebook within {SETTLE_SECONDS:.0f} s")
+    pytest.fail(f"{lesson}: the notebook's layout did not settle within {SETTLE_SECONDS:.0f} s")
+
+
+def cells_of(path: Path) -> list[Any]:
+    return list(nbformat.read(path, as_version=4).cells)  # type: ignore[no-untyped-call]
 
 
 def predicts(path: Path) -> list[tuple[int, list[str]]]:
     """(cell index, declared answer phrases) of every Predict of the lesson."""
-    cells = nbformat.read(path, as_version=4).cells  # type: ignore[no-untyped-call]
+    cells = cells_of(path)
     return [
         (i, list(cell.metadata.get("several_heads", {}).get("predict", {}).get("answer", [])))
         for i, cell in enumerate(cells)
@@ -115,24 +133,23 @@ def test_no_predict_answer_is_on_screen_before_its_reveal(learner_lab: Any, brow
     try:
         for number, lesson in enumerate(CHECKED):
             open_lesson(page, learner_lab, lesson, first=number == 0)
-            notebook = page.locator(".jp-NotebookPanel .jp-Notebook").first
             cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
             found = predicts(learner_lab.root / lesson)
             assert len(found) >= 3 and all(phrases for _, phrases in found), f"{lesson}: {found}"
-            total = len(nbformat.read(learner_lab.root / lesson, as_version=4).cells)  # type: ignore[no-untyped-call]
+            total = len(cells_of(learner_lab.root / lesson))
             page.wait_for_function(  # every cell of this lesson (and no other notebook's) is on the page
                 "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
                 arg=total, timeout=KERNEL_READY_SECONDS * 1000,
             )
-            for index, phrases in found:
-                question = cells.nth(index)
-                question.locator(".jp-RenderedMarkdown").first.wait_for(timeout=10_000)
-                settle_at_top(page, question)
-                shown = page.evaluate(VISIBLE_TEXT_JS, notebook.element_handle())
-                assert "Predict:" in shown, f"{lesson} cell {index}: the question is not on screen after scrolling"
+            wait_for_layout(page, sum(cell.cell_type == "markdown" for cell in cells_of(learner_lab.root / lesson)),
+                            lesson)
+            screens = page.evaluate(SCREENS_JS, [index for index, _ in found])
+            for (index, phrases), shown in zip(found, screens, strict=True):
+                assert "Predict:" in shown, f"{lesson} cell {index}: the question is not on its own screen"
                 visible = [phrase for phrase in phrases if contains(shown, phrase)]
                 problems += [f"{lesson} cell {index}: {phrase!r} is on screen with the question" for phrase in visible]
                 if visible:
+                    cells.nth(index).evaluate("cell => cell.scrollIntoView({block: 'start'})")
                     page.screenshot(path=str(tmp_path / f"predict_{lesson[:2]}_{index}.png"))
         assert not problems, "at 1440 x 900, an answer is visible before its reveal runs:\n" + "\n".join(problems)
     finally:

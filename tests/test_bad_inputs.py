@@ -3153,7 +3153,7 @@ BAD_INPUTS = [
     Bad(
         "induction.copying_scores",
         "copying_scores_no_model",
-        lambda: induction.copying_scores(None),  # type: ignore[arg-type]
+        lambda: induction.copying_scores(None),
         TypeError,
         ("model must be the trained model from induction.load_induction_model(), got NoneType"),
     ),

@@ -373,7 +373,8 @@ def test_offset_score_library_function() -> None:
     weights = rng.random((2, 3, 8, 8))
     q = np.arange(4, 8)
     np.testing.assert_allclose(induction.offset_score(weights, 3, q), induction.induction_score(weights, 4))
-    np.testing.assert_allclose(induction.offset_score(weights, 1, np.arange(1, 8)), induction.previous_token_score(weights))
+    every = np.arange(1, 8)
+    np.testing.assert_allclose(induction.offset_score(weights, 1, every), induction.previous_token_score(weights))
     with pytest.raises(ValueError, match=r"queries must lie in offset \.\. T-1 = 3 \.\. 7, got 2 \.\. 7"):
         induction.offset_score(weights, 3, np.arange(2, 8))
     with pytest.raises(TypeError, match="queries must be a non-empty 1-D array of integer positions"):

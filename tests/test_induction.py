@@ -360,7 +360,8 @@ def test_previous_token_score_on_either_half() -> None:
     rng = np.random.default_rng(0)
     weights = rng.random((2, 3, 7, 7))
     t = np.arange(4, 7)
-    np.testing.assert_allclose(induction.previous_token_score(weights, start=4), weights[..., t, t - 1].mean(axis=(0, 2)))
+    expected = weights[..., t, t - 1].mean(axis=(0, 2))
+    np.testing.assert_allclose(induction.previous_token_score(weights, start=4), expected)
     first, second = induction.previous_token_score(weights, 4), induction.previous_token_score(weights, start=4)
     whole = induction.previous_token_score(weights)
     np.testing.assert_allclose(whole, (3 * first + 3 * second) / 6)  # 3 queries in each part

@@ -273,7 +273,7 @@ def test_a_bad_entry_puts_the_dropdown_back(model: InductionModel) -> None:
 
 
 def test_parse_tokens_refuses_non_ascii_digits_and_quotes_briefly() -> None:
-    for text in ("²", "３ 4 5"):
+    for text in ("\u00b2", "\uff13 4 5"):  # a superscript 2, a full-width 3
         with pytest.raises(ValueError, match="is not a token id"):
             parse_tokens(text, 32, 23)
     with pytest.raises(ValueError) as caught:

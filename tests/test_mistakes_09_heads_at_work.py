@@ -133,6 +133,18 @@ def _right_rms(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
     return _rms(z, gain, eps=eps)
 
 
+def _eps_ignored(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain)
+
+
+def _no_eps(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain, eps=0.0)
+
+
+def _rms_by_sum(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain, lambda z: (z**2).sum(axis=-1, keepdims=True) / z.shape[-1], eps)
+
+
 def _eps_outside(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
     out: Floats = z / (np.sqrt((z**2).mean(axis=-1, keepdims=True)) + eps) * gain
     return out
@@ -157,8 +169,8 @@ RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
      "returned float64", True),
     ("one position dropped", lambda z, g: _rms(z, g)[..., :-1], "keeps z's shape", True),
     ("eps outside the square root", _eps_outside, "eps is outside the square root", True),
-    ("eps argument ignored (1e-5 always)", lambda z, g, eps=1e-5: _rms(z, g), "whatever the eps argument says", True),
-    ("no eps at all", lambda z, g, eps=1e-5: _rms(z, g, eps=0.0), "eps is missing", True),
+    ("eps argument ignored (1e-5 always)", _eps_ignored, "whatever the eps argument says", True),
+    ("no eps at all", _no_eps, "eps is missing", True),
     ("z unchanged", lambda z, g: z, "not RMSNorm", False),
 ]
 
@@ -239,8 +251,8 @@ def _reads_global_t(weights: Floats, offset: int, queries: Any) -> Any:
 
 OFFSET = "09 YT2 offset score"
 OFFSET_ROWS: list[tuple[str, Callable[[Floats, int, Any], Any], str, bool]] = [
-    ("calls induction.offset_score", lambda w, o, q: induction.offset_score(w, o, q), "calls the library's offset_score",
-     True),
+    ("calls induction.offset_score", lambda w, o, q: induction.offset_score(w, o, q),
+     "calls the library's offset_score", True),
     ("query and key swapped", lambda w, o, q: w[..., q - o, q].mean(axis=(0, 2)), "every score is 0", True),
     ("a key after the query (t + offset)", _offset(keys=lambda t, o: np.minimum(t + o, t.max())),
      "right shape (", False),
@@ -318,8 +330,7 @@ RIGHT: list[RightAnswer] = [
     RightAnswer(BLOCK, "the two residual updates", lambda: check_block_function(right_block)),
     RightAnswer(RMS, "z / sqrt(mean(z**2) + eps) * gain", lambda: check_rms_norm_function(_right_rms)),
     RightAnswer(RMS, "divided by the root of sum / z.shape[-1]",
-                lambda: check_rms_norm_function(
-                    lambda z, g, eps=1e-5: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True) / z.shape[-1], eps))),
+                lambda: check_rms_norm_function(_rms_by_sum)),
     RightAnswer(OFFSET, "fancy indexing with both arrays", lambda: check_offset_function(_right_offset)),
     RightAnswer(OFFSET, "a loop over the queries", lambda: check_offset_function(_offset_loop)),
     RightAnswer(OFFSET, "np.mean over a list of pairs", lambda: check_offset_function(

@@ -440,7 +440,7 @@ def check_offset_function(function: Any) -> Verdict:
         t = queries
         every = np.arange(offset, T)
 
-        def picked(keys: Any, rows: Any = t) -> Floats:
+        def picked(keys: Any, rows: Any = t, weights: Floats = weights) -> Floats:
             values: Floats = weights[..., rows, keys].mean(axis=(0, 2))
             return values
 

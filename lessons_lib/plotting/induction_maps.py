@@ -18,8 +18,8 @@ from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
 from lessons_lib.plotting import MAX_FIGURE_INCHES, MIN_FONT_POINTS
-from lessons_lib.plotting.palette import HEAD_COLOURS
 from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, label_step
+from lessons_lib.plotting.palette import HEAD_COLOURS
 
 __all__ = [
     "draw_next_token_panel",

@@ -42,7 +42,7 @@ def parse_tokens(text: str, vocab: int, most: int) -> list[int]:
     """``"3 14 15"`` (spaces or commas) -> ``[3, 14, 15]``; ``ValueError`` saying what is wrong."""
     parts = text.replace(",", " ").split()
 
-    def is_id(part: str) -> bool:  # ASCII digits only: "²" and full-width "３" pass str.isdigit
+    def is_id(part: str) -> bool:  # ASCII digits only: superscripts and full-width digits pass str.isdigit
         return part.isascii() and part.isdigit()
 
     if not all(is_id(part) for part in parts):
@@ -195,8 +195,9 @@ class InductionExplorer(LessonWidget):
         if view["self_targets"]:
             copies += (f"; {_count(view['self_targets'], 'immediate repeat')} left out (the token after its earlier "
                        "copy is the query itself)")
-        seen = (f"; on the {_count(view['seen'], 'position')} whose token appeared before (a repeat): {view['loss_seen']:.2f}"
-                f" with every head, {view['loss_seen_ablated']:.2f} with this head zeroed" if view["seen"] else "")
+        seen = (f"; on the {_count(view['seen'], 'position')} whose token appeared before (a repeat): "
+                f"{view['loss_seen']:.2f} with every head, {view['loss_seen_ablated']:.2f} with this head zeroed"
+                if view["seen"] else "")
         readout = (
             f"Layer {layer}, head {head} on this sequence: mean weight on the previous token "
             f"{view['previous_weight']:.2f}, {copies}. Predicted next tokens (the last one follows the sequence): "

@@ -31,6 +31,7 @@ induction head's *keys* can look for "previous token = my current token": compos
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from lessons_lib.validation import (
 )
 
 __all__ = [
+    "CURVE_PATH",
     "DATA_PATH",
     "EVAL_SEED",
     "ONE_LAYER_PATH",
@@ -69,6 +71,7 @@ __all__ = [
     "induction_score",
     "induction_targets",
     "load_induction_model",
+    "load_training_curve",
     "loss_per_position",
     "measure",
     "offset_score",
@@ -87,6 +90,7 @@ Array = NDArray[np.floating[Any]]
 Tokens = NDArray[np.int64]
 DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
 ONE_LAYER_PATH = DATA_PATH.with_name("induction_one_layer.npz")  # the same training, one layer of heads
+CURVE_PATH = DATA_PATH.with_name("induction_heads_curve.json")  # the shipped training, recorded as it went
 EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
 DRAW_LIMIT = 2**22  # the most random numbers repeated_tokens draws (batch x vocab): 32 MiB, well under a second
 CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
@@ -192,6 +196,31 @@ def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:
     }
     shapes |= {f"layer{i}_{w}": (c.width, c.width) for i in range(c.layers) for w in ("wq", "wk", "wv", "wo")}
     return shapes | {"unembedding": (c.width, c.vocab)}
+
+
+CURVE_FIELDS = ("step", "first_half_loss", "repeated_half_loss", "induction_score", "previous_token_score")
+
+
+def load_training_curve(path: Path | str = CURVE_PATH) -> dict[str, Array]:
+    """The shipped training recorded as it went (``scripts/train_induction_heads.py --curve-only``).
+
+    Returns ``"training_loss" (steps,)``, the loss of every training batch, and, every
+    ``record_every`` steps and after the last, on the held-out batch: ``"step"``, ``"first_half_loss"``
+    and ``"repeated_half_loss"`` (mean over positions ``0 .. L-2`` and ``L .. 2L-2``), the last
+    layer's largest ``"induction_score"`` and the first layer's largest ``"previous_token_score"``
+    (first half), all ``(records,)``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no training curve at {path}: run `python scripts/train_induction_heads.py --curve-only`")
+    record = json.loads(path.read_text())
+    missing = [name for name in (*CURVE_FIELDS, "training_loss") if name not in record]
+    if missing:
+        raise ValueError(f"{path} is not a training curve: it lacks {missing}")
+    curve = {name: np.asarray(record[name], dtype=np.float64) for name in (*CURVE_FIELDS, "training_loss")}
+    if len({curve[name].shape for name in CURVE_FIELDS}) != 1:
+        raise ValueError(f"{path}: the recorded series have different lengths")
+    return curve
 
 
 def save_weights(arrays: dict[str, NDArray[Any]], config: InductionConfig, path: Path = DATA_PATH) -> Path:

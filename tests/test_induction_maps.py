@@ -66,3 +66,12 @@ def test_ov_circuit_maps_share_one_centred_scale() -> None:
     with pytest.raises(ValueError):
         induction_maps.plot_ov_circuits({"bad": np.zeros(3)})
     plt.close(fig)
+
+
+def test_training_curve_draws_every_series() -> None:
+    curve = induction.load_training_curve()
+    fig = induction_maps.plot_training_curve(curve)
+    top, bottom = fig.axes
+    assert len(top.lines) == 3 and len(bottom.lines) == 2
+    np.testing.assert_array_equal(bottom.lines[0].get_ydata(), curve["induction_score"])
+    plt.close(fig)

@@ -28,6 +28,7 @@ __all__ = [
     "plot_head_maps",
     "plot_loss_per_position",
     "plot_ov_circuits",
+    "plot_training_curve",
     "token_labels",
 ]
 
@@ -244,6 +245,33 @@ def plot_ov_circuits(circuits: Mapping[str, Floats], title: str = "") -> Figure:
     bar.ax.tick_params(labelsize=MIN_FONT_POINTS)
     fig.suptitle(title or "full OV circuits W_E OV W_U: attend to token a, change the logit of token b",
                  fontsize=10)
+    return fig
+
+
+def plot_training_curve(curve: Mapping[str, Floats], title: str = "") -> Figure:
+    """Two panels over the training steps, from `induction.load_training_curve`: above, the losses
+    (every training batch, thin; the held-out first and repeated halves); below, the largest
+    induction score of the last layer and previous-token score of the first."""
+    steps = curve["step"]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.6), sharex=True, layout="constrained")
+    top.plot(np.arange(len(curve["training_loss"])), curve["training_loss"], color="#bbbbbb", linewidth=0.6,
+             label="training batches (runs of 6 to 12, then filler)")
+    top.plot(steps, curve["first_half_loss"], "--", color=HEAD_COLOURS[1], label="held out: first half")
+    top.plot(steps, curve["repeated_half_loss"], "-", color=HEAD_COLOURS[0], label="held out: repeated half")
+    top.set_ylabel("loss (nats)", fontsize=MIN_FONT_POINTS)
+    top.set_ylim(0, 4.5)
+    top.legend(fontsize=MIN_FONT_POINTS, loc="center right", bbox_to_anchor=(1.0, 0.42))  # clear of the curves
+    bottom.plot(steps, curve["induction_score"], "-", color=HEAD_COLOURS[2], label="induction score (best layer 1 head)")
+    bottom.plot(steps, curve["previous_token_score"], ":", color=HEAD_COLOURS[3], linewidth=2,
+                label="previous-token score (best layer 0 head)")
+    bottom.set_ylim(0, 1)
+    bottom.set_ylabel("score", fontsize=MIN_FONT_POINTS)
+    bottom.set_xlabel("training step", fontsize=MIN_FONT_POINTS)
+    bottom.legend(fontsize=MIN_FONT_POINTS, loc="lower right")
+    for ax in (top, bottom):
+        ax.tick_params(labelsize=MIN_FONT_POINTS)
+        ax.grid(alpha=0.3)
+    top.set_title(title or "the shipped training, recorded every few steps", fontsize=10)
     return fig
 
 

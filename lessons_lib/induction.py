@@ -212,12 +212,15 @@ def load_training_curve(path: Path | str = CURVE_PATH) -> dict[str, Array]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no training curve at {path}: run `python scripts/train_induction_heads.py --curve-only`")
+        raise FileNotFoundError(
+            f"no training curve at {path}: run `python scripts/train_induction_heads.py --curve-only`"
+        )
     record = json.loads(path.read_text())
     missing = [name for name in (*CURVE_FIELDS, "training_loss") if name not in record]
     if missing:
         raise ValueError(f"{path} is not a training curve: it lacks {missing}")
-    curve = {name: np.asarray(record[name], dtype=np.float64) for name in (*CURVE_FIELDS, "training_loss")}
+    names = (*CURVE_FIELDS, "training_loss")
+    curve: dict[str, Array] = {name: np.asarray(record[name], dtype=np.float64) for name in names}
     if len({curve[name].shape for name in CURVE_FIELDS}) != 1:
         raise ValueError(f"{path}: the recorded series have different lengths")
     return curve

@@ -261,7 +261,8 @@ def plot_training_curve(curve: Mapping[str, Floats], title: str = "") -> Figure:
     top.set_ylabel("loss (nats)", fontsize=MIN_FONT_POINTS)
     top.set_ylim(0, 4.5)
     top.legend(fontsize=MIN_FONT_POINTS, loc="center right", bbox_to_anchor=(1.0, 0.42))  # clear of the curves
-    bottom.plot(steps, curve["induction_score"], "-", color=HEAD_COLOURS[2], label="induction score (best layer 1 head)")
+    bottom.plot(steps, curve["induction_score"], "-", color=HEAD_COLOURS[2],
+                label="induction score (best layer 1 head)")
     bottom.plot(steps, curve["previous_token_score"], ":", color=HEAD_COLOURS[3], linewidth=2,
                 label="previous-token score (best layer 0 head)")
     bottom.set_ylim(0, 1)

@@ -3172,6 +3172,13 @@ BAD_INPUTS = [
         ("head must be in 0 .. 3, got head=-1"),
     ),
     Bad(
+        "induction.load_training_curve",
+        "load_training_curve_weights_json",
+        lambda: induction.load_training_curve(DATA / "induction_heads.json"),
+        ValueError,
+        (f"{DATA / 'induction_heads.json'} is not a training curve: it lacks ['step', 'training_loss']"),
+    ),
+    Bad(
         "induction.offset_score",
         "offset_score_query_before_offset",
         lambda: induction.offset_score(np.zeros((1, 2, 5, 5)), 1, np.arange(0, 5)),

@@ -280,12 +280,13 @@ def draw_next_token_panel(ax: Axes, length: int) -> tuple[Line2D, Line2D]:
     """Axes for ``p(actual next token)`` at positions ``0 .. length-2``: the whole model and the model
     with one head zeroed. Returns the two lines; update them with ``set_data``."""
     ax.set_xlim(-0.5, max(length - 1.5, 0.5))
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.3)  # a band above p = 1 for the legend, which would otherwise cover points near 1
+    ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("p(actual next token)", fontsize=9)
     ax.set_xlabel("position t", fontsize=9)
     ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
     whole = ax.plot([], [], "o-", color="C0", markersize=3, label="whole model")[0]
     ablated = ax.plot([], [], "s--", color="C3", markersize=3, label="this head zeroed")[0]
-    ax.legend(fontsize=9, loc="upper left")
+    ax.legend(fontsize=9, loc="upper center", ncol=2, borderpad=0.2)
     return whole, ablated

@@ -223,7 +223,7 @@ class InductionExplorer(LessonWidget):
         # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
         self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
-        panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed",
+        panel_ax.set_title("p(each position's next token), 'a>b': token a, then b",
                            fontsize=FONT_SIZE)
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]

@@ -122,7 +122,7 @@ BLOCK_ROWS: list[tuple[str, BlockFunction, str, bool]] = [
 ]
 
 
-# ---- Your turn 2: RMSNorm ------------------------------------------------------------------------
+# ---- Your turn 3: RMSNorm ------------------------------------------------------------------------
 def _rms(z: Floats, gain: Floats, square_mean: Callable[[Floats], Floats] | None = None, eps: float = 1e-5) -> Floats:
     ms = (z**2).mean(axis=-1, keepdims=True) if square_mean is None else square_mean(z)
     out: Floats = z / np.sqrt(ms + eps) * gain
@@ -150,7 +150,7 @@ def _eps_outside(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
     return out
 
 
-RMS = "09 YT2 RMSNorm"
+RMS = "09 YT3 RMSNorm"
 RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
     ("a sum of squares instead of their mean", lambda z, g: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True)),
      "you summed the squares", True),
@@ -175,7 +175,7 @@ RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
 ]
 
 
-# ---- Your turn 3: the induction score ------------------------------------------------------------
+# ---- the induction score checker (kept, no longer an exercise) ------------------------------------------------------
 def _pick(query_from: Callable[[int], int], key: Callable[[Any, int], Any], axes: Any = (0, 2),
           total: bool = False) -> Callable[[Floats, int], Any]:
     def score(weights: Floats, L: int) -> Any:
@@ -192,7 +192,7 @@ def _right_induction(weights: Floats, L: int) -> Floats:
     return out
 
 
-INDUCTION = "09 YT3 induction score"
+INDUCTION = "09 induction score (checker kept, no longer an exercise)"
 INDUCTION_ROWS: list[tuple[str, Callable[[Floats, int], Any], str, bool]] = [
     ("calls induction.induction_score", lambda w, L: induction.induction_score(w, L),
      "calls the library's induction_score", True),

@@ -14,6 +14,11 @@ Queries may also be processed in blocks (``query_block_size``), which bounds the
 masked adds nothing and is skipped, as FlashAttention skips the tiles above a causal diagonal.
 `tiled_attention_trace` runs the same loop for one head and records which tiles it visited, in
 which order, and one query row's running max and running sum after each key block.
+
+The backward pass comes twice: `attention_backward` from the stored weights ``P``, and
+`tiled_attention_backward` from one number per query, the logsumexp that `tiled_attention_forward`
+returns beside the output, rebuilding each tile of ``P`` when it needs it, as FlashAttention's
+backward pass does (Dao 2023, "FlashAttention-2", arXiv:2307.08691). Both equal PyTorch's autograd.
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ from lessons_lib.validation import check_array, check_finite, check_int, check_q
 __all__ = [
     "OnlineStep",
     "TiledTrace",
+    "attention_backward",
     "online_softmax",
     "online_softmax_trace",
     "tiled_attention",
+    "tiled_attention_backward",
+    "tiled_attention_forward",
     "tiled_attention_trace",
 ]
 
@@ -130,6 +138,19 @@ def _stream_keys(
     record: BlockRecorder | None = None,
 ) -> Array:
     """Attention of the query rows in ``q (..., t, d)`` streaming over key blocks; ``(..., t, d_v)``."""
+    return _stream_keys_stats(q, k, v, allowed, block_size, scale, record)[0]
+
+
+def _stream_keys_stats(
+    q: Array,
+    k: Array,
+    v: Array,
+    allowed: Mask | None,
+    block_size: int,
+    scale: float,
+    record: BlockRecorder | None = None,
+) -> tuple[Array, Array, Array]:
+    """`_stream_keys`, also returning the final running max and running sum ``(..., t)``."""
     batch_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     t, S = q.shape[-2], k.shape[-2]
     running_max = np.full((*batch_shape, t), -np.inf, dtype=q.dtype)
@@ -156,7 +177,7 @@ def _stream_keys(
         if record is not None:
             record(index, True, running_max, running_sum)
     acc /= running_sum[..., None]
-    return acc
+    return acc, running_max, running_sum
 
 
 def _query_blocks(
@@ -282,3 +303,152 @@ def tiled_attention_trace(
 
     output = _query_blocks(q, k, v, allowed, block_size, q_step, recorder)
     return TiledTrace(order, row, S, block_size, q_step, tuple(row_max), tuple(row_sum), output)
+
+
+# ----- The backward pass ---------------------------------------------------------------------------
+#
+# For one head, with scale c = 1/sqrt(d): scores Z = c Q K^T (T, S), weights P = softmax(Z) row by row,
+# output O = P V. Given dO = dLoss/dO (T, d_v), the chain rule gives
+#     dV = P^T dO                       (S, d_v)
+#     dP = dO V^T                       (T, S)
+#     dZ = P * (dP - D[:, None]),  D_i = sum_j P_ij dP_ij = dO_i . O_i      (the softmax's backward)
+#     dQ = c dZ K,   dK = c dZ^T Q.
+# `attention_backward` does this with the stored weights P. `tiled_attention_backward` keeps only O
+# and one number per query, the logsumexp L_i = m_i + log(l_i) of the forward's running max and sum,
+# and rebuilds each tile of P as exp(Z_tile - L) when it needs it, as FlashAttention's backward does.
+
+
+def _check_backward_inputs(q: Array, k: Array, v: Array, grad_out: Array, allowed: Mask | None) -> None:
+    """The checks shared by both backward passes: `check_qkv`, equal leading axes, ``grad_out``'s shape."""
+    check_qkv(q, k, v, allowed, "numpy")
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(
+            f"the backward pass needs q, k and v with the same leading (batch/head) axes, got q {q.shape}, "
+            f"k {k.shape} and v {v.shape}; a broadcast axis would need its gradient summed: np.broadcast_to them first"
+        )
+    check_array("grad_out", grad_out, "numpy", "(..., T, d_v)")
+    expected = (*q.shape[:-1], v.shape[-1])
+    if grad_out.shape != expected:
+        raise ValueError(
+            f"grad_out must have the shape of the output (..., T, d_v) = {expected}, got {grad_out.shape}; "
+            "it is dLoss/dOutput, one number per output number"
+        )
+    check_finite("grad_out", grad_out)
+
+
+def attention_backward(
+    q: Array, k: Array, v: Array, weights: Array, out: Array, grad_out: Array
+) -> tuple[Array, Array, Array]:
+    """The gradients ``(dq, dk, dv)`` of scaled dot-product attention, from the stored weights.
+
+    Args:
+        q ``(..., T, d)``, k ``(..., S, d)``, v ``(..., S, d_v)``: the forward's inputs (same leading axes).
+        weights ``(..., T, S)``: the forward's softmax weights ``P`` (masked pairs hold 0), as
+            ``mha_numpy.attention`` returns them; out ``(..., T, d_v)``: the forward's output ``P v``.
+        grad_out ``(..., T, d_v)``: ``dLoss/dout``.
+
+    Returns:
+        ``dq (..., T, d)``, ``dk (..., S, d)``, ``dv (..., S, d_v)``. A mask needs no argument here:
+        a masked pair has weight 0, so its gradient is 0 too.
+    """
+    _check_backward_inputs(q, k, v, grad_out, None)
+    scores_shape = (*q.shape[:-1], k.shape[-2])
+    for name, array, shape in (("weights", weights, scores_shape), ("out", out, grad_out.shape)):
+        check_array(name, array, "numpy", "(..., T, S)" if name == "weights" else "(..., T, d_v)")
+        if array.shape != shape:
+            raise ValueError(f"{name} must have shape {shape} (from q, k and v), got {array.shape}; pass the "
+                             f"forward's own {name}")
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    dv = np.swapaxes(weights, -1, -2) @ grad_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
+    dp = grad_out @ np.swapaxes(v, -1, -2)  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
+    row_dot = (grad_out * out).sum(axis=-1, keepdims=True)  # (..., T, 1): D_i = dO_i . O_i
+    dz = weights * (dp - row_dot)  # (..., T, S): the softmax's backward
+    dq = scale * (dz @ k)  # (..., T, S) @ (..., S, d) -> (..., T, d)
+    dk = scale * (np.swapaxes(dz, -1, -2) @ q)  # (..., S, T) @ (..., T, d) -> (..., S, d)
+    return dq, dk, dv
+
+
+def tiled_attention_forward(
+    q: Array, k: Array, v: Array, allowed: Mask | None = None, block_size: int = 64
+) -> tuple[Array, Array]:
+    """`tiled_attention` that also returns what its backward pass keeps: ``(out, logsumexp)``.
+
+    ``logsumexp (..., T)`` is ``m + log(l)`` from each query's final running max ``m`` and running
+    sum ``l``: ``log(sum_j exp(score_j))`` over the allowed keys, so that a weight is
+    ``exp(score - logsumexp)``. One number per query instead of a row of ``S`` weights.
+    """
+    check_qkv(q, k, v, allowed, "numpy")
+    block_size = _check_block("block_size", block_size)
+    out, running_max, running_sum = _stream_keys_stats(q, k, v, allowed, block_size, 1.0 / math.sqrt(q.shape[-1]))
+    if np.any(running_sum == 0):
+        raise ValueError("a query row has no allowed key (its mask row is all False): its output would be 0/0")
+    return out, running_max + np.log(running_sum)
+
+
+def tiled_attention_backward(
+    q: Array,
+    k: Array,
+    v: Array,
+    out: Array,
+    logsumexp: Array,
+    grad_out: Array,
+    allowed: Mask | None = None,
+    block_size: int = 64,
+    query_block_size: int = 64,
+) -> tuple[Array, Array, Array]:
+    """The gradients ``(dq, dk, dv)`` of attention, recomputing the weights tile by tile.
+
+    Keeps no ``(T, S)`` array: the outer loop takes a block of keys and values and holds its
+    ``dk``, ``dv`` accumulators; the inner loop takes a block of queries, rebuilds that tile of
+    weights as ``exp(scale * q k^T - logsumexp)``, adds the tile's share to ``dv``, ``dk`` and to the
+    rows of ``dq`` (the loop order of FlashAttention-2's backward, Dao 2023, Algorithm 2).
+
+    Args:
+        q ``(..., T, d)``, k ``(..., S, d)``, v ``(..., S, d_v)``: the forward's inputs (same leading axes).
+        out ``(..., T, d_v)`` and logsumexp ``(..., T)``: what `tiled_attention_forward` returned.
+        grad_out ``(..., T, d_v)``: ``dLoss/dout``.
+        allowed: the forward's boolean mask, broadcastable to ``(..., T, S)``, ``True`` = may attend.
+        block_size, query_block_size: keys and queries per tile (any positive int).
+
+    Returns:
+        ``dq (..., T, d)``, ``dk (..., S, d)``, ``dv (..., S, d_v)``, equal to `attention_backward`.
+    """
+    _check_backward_inputs(q, k, v, grad_out, allowed)
+    check_array("out", out, "numpy", "(..., T, d_v)")
+    if out.shape != grad_out.shape:
+        raise ValueError(f"out must have the shape of grad_out {grad_out.shape}, got {out.shape}; pass the forward's "
+                         "output")
+    check_array("logsumexp", logsumexp, "numpy", "(..., T)")
+    if logsumexp.shape != q.shape[:-1]:
+        raise ValueError(f"logsumexp must hold one number per query, shape {q.shape[:-1]}, got {logsumexp.shape}; "
+                         "pass the second result of tiled_attention_forward")
+    block_size = _check_block("block_size", block_size)
+    query_block_size = _check_block("query_block_size", query_block_size)
+    T, S = q.shape[-2], k.shape[-2]
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    row_dot = (grad_out * out).sum(axis=-1)  # (..., T): D_i = dO_i . O_i, replaces rowsum(P * dP)
+    mask = None if allowed is None else np.broadcast_to(allowed, (*allowed.shape[:-2], T, S))
+    dq = np.zeros(q.shape, dtype=q.dtype)
+    dk = np.zeros(k.shape, dtype=q.dtype)
+    dv = np.zeros(v.shape, dtype=q.dtype)
+    for k_start in range(0, S, block_size):
+        ks = slice(k_start, k_start + block_size)
+        k_j, v_j = k[..., ks, :], v[..., ks, :]  # (..., n, d), (..., n, d_v)
+        dk_j, dv_j = np.zeros(k_j.shape, dtype=q.dtype), np.zeros(v_j.shape, dtype=q.dtype)
+        for q_start in range(0, T, query_block_size):
+            qs = slice(q_start, q_start + query_block_size)
+            tile_mask = None if mask is None else mask[..., qs, ks]
+            if tile_mask is not None and not tile_mask.any():  # every pair masked: its weights are all 0
+                continue
+            z = scale * (q[..., qs, :] @ np.swapaxes(k_j, -1, -2))  # (..., t, n) scores of this tile
+            p = np.exp(z - logsumexp[..., qs, None])  # (..., t, n) the tile's weights, recomputed
+            if tile_mask is not None:
+                p = np.where(tile_mask, p, 0.0)
+            do_i = grad_out[..., qs, :]  # (..., t, d_v)
+            dv_j += np.swapaxes(p, -1, -2) @ do_i  # (..., n, t) @ (..., t, d_v)
+            dz = p * (do_i @ np.swapaxes(v_j, -1, -2) - row_dot[..., qs, None])  # (..., t, n)
+            dq[..., qs, :] += scale * (dz @ k_j)  # (..., t, n) @ (..., n, d)
+            dk_j += scale * (np.swapaxes(dz, -1, -2) @ q[..., qs, :])  # (..., n, t) @ (..., t, d)
+        dk[..., ks, :] = dk_j
+        dv[..., ks, :] = dv_j
+    return dq, dk, dv

@@ -28,6 +28,7 @@ from lessons_lib.toy_task import (
     TrainResult,
     config_from_sizes,
     make_batch,
+    targets,
     token_labels,
 )
 from lessons_lib.validation import (
@@ -49,8 +50,10 @@ Array = NDArray[np.floating]
 
 __all__ = [
     "EVAL_SEED",
+    "RELATIONSHIPS",
     "HeadCountComparison",
     "ToyHeads",
+    "argmax_shares",
     "attention_cost",
     "average_over_heads",
     "column_blocks",
@@ -60,12 +63,14 @@ __all__ = [
     "head_columns",
     "head_maps",
     "head_options",
+    "head_parts",
     "head_roles",
     "load_head_count_comparison",
     "load_toy_heads",
     "predict",
     "run_layer",
     "split_layout",
+    "target_accuracy",
     "tokens_per_head",
     "trained_behaviour",
     "weight_entries",
@@ -213,6 +218,81 @@ def head_roles(behaviour: dict[str, Array], threshold: float = 0.6) -> list[str]
     table = np.stack([behaviour[name] for name in names])  # (relationships, h)
     best = table.argmax(axis=0)
     return [names[r] if table[r, i] >= threshold else "mixed" for i, r in enumerate(best)]
+
+
+def argmax_shares(weights: Array, marker: NDArray[np.integer]) -> Array:
+    """How often each head's *strongest* position is each relationship, over a batch: ``(3, h)``.
+
+    Args:
+        weights: ``(B, h, T, S)`` self-attention weights (``S == T``).
+        marker: ``(B,)`` the marked position of each sequence.
+
+    Returns:
+        ``(3, h)``: row 0 the share of queries ``t >= 1`` whose largest weight sits on ``t - 1``, row 1
+        the share of queries ``t <= T - 2`` whose largest weight sits on ``t + 1``, row 2 the share of
+        all queries whose largest weight sits on the marked position (rows in `RELATIONSHIPS` order).
+        Unlike `head_behaviour` it ignores how sharp a row is: a peak of 0.4 counts as much as 1.0.
+    """
+    check_array("weights", weights, "numpy", "(B, h, T, S)")
+    B, _, T, S = weights.shape
+    if T != S:
+        raise ValueError(f"argmax_shares needs self-attention weights with T == S, got {weights.shape}")
+    check_ids("marker", marker, "(B,)", S)
+    if marker.shape != (B,):
+        raise ValueError(f"marker must have shape (B,) = ({B},), got {tuple(marker.shape)}")
+    best = weights.argmax(axis=-1)  # (B, h, T): each query's strongest source position
+    t = np.arange(T)
+    on_previous = best[:, :, 1:] == t[1:] - 1  # (B, h, T-1)
+    on_next = best[:, :, :-1] == t[:-1] + 1  # (B, h, T-1)
+    on_marker = best == marker[:, None, None]  # (B, h, T)
+    shares: Array = np.stack([hit.mean(axis=(0, 2)) for hit in (on_previous, on_next, on_marker)])
+    return shares
+
+
+RELATIONSHIPS = ("previous", "next", "marker")  # the rows of `argmax_shares`, the keys of `head_behaviour`
+
+
+def head_parts(head_out: Array, wo: Array) -> Array:
+    """Each head's share of the layer output: ``head_out (B, h, T, d_h)``, ``wo (D, D)`` -> ``(B, h, T, D)``.
+
+    Head ``i``'s part is its output times *its rows* ``i*d_h : (i+1)*d_h`` of the (in, out) output
+    projection. The parts add up to the layer's output, ``merge_heads(head_out) @ wo``: concatenating
+    and projecting is the same as projecting each head and summing.
+    """
+    check_array("head_out", head_out, "numpy", "(B, h, T, d_h)")
+    check_array("wo", wo, "numpy", "(D, D)")
+    h, d_h = head_out.shape[1], head_out.shape[3]
+    if wo.shape[0] != h * d_h:
+        raise ValueError(
+            f"wo must have h*d_h = {h}*{d_h} = {h * d_h} rows (one block of d_h rows per head), got {wo.shape}"
+        )
+    rows = wo.reshape(h, d_h, wo.shape[1])  # (D, D) -> (h, d_h, D): head i's rows in rows[i]
+    parts: Array = np.einsum("bhtd,hdo->bhto", head_out, rows)  # (B, h, T, d_h) @ (h, d_h, D) -> (B, h, T, D)
+    return parts
+
+
+def target_accuracy(
+    model: ToyHeads, output: Array, tokens: NDArray[np.integer], marker: NDArray[np.integer]
+) -> Array:
+    """Accuracy of the trained readout on a layer ``output (B, T, D)``, per target: ``(3,)``.
+
+    The targets are those of `toy_task.targets` (previous, next, marked symbol); positions without a
+    target (no previous token at ``t = 0``, no next one at ``t = T - 1``) are not scored.
+    """
+    check_instance("model", model, ToyHeads, "the trained layer from inspect_heads.load_toy_heads()")
+    check_array("output", output, "numpy", "(B, T, D)")
+    check_array("tokens", tokens, "numpy", "(B, T)", floating=False)
+    if output.shape != (*tokens.shape, model.config.width):
+        raise ValueError(
+            f"output must be (B, T, D) = {(*tokens.shape, model.config.width)} for these tokens, got {output.shape}"
+        )
+    check_ids("marker", marker, "(B,)", tokens.shape[1])
+    goal = targets(tokens, marker, model.config.symbols)  # (B, T, 3); -1 where there is no target
+    logits = (output @ model.readout).reshape(*tokens.shape, 3, model.config.symbols)  # (B, T, 3, V)
+    right = logits.argmax(axis=-1) == goal
+    scored = goal >= 0
+    accuracy: Array = (right & scored).sum(axis=(0, 1)) / scored.sum(axis=(0, 1))
+    return accuracy
 
 
 def trained_behaviour(result: TrainResult) -> dict[str, Any]:

@@ -14,12 +14,17 @@ heads per key/value head, ``d_h`` head width, ``B`` batch, ``T`` tokens.
   `decode_incrementally` run a toy decoder (a stack of `gqa_numpy.GroupedQueryAttention` layers
   with residual connections, ``x <- x + layer(x)``) token by token with the cache, and
   `decode_causal` runs it over the whole sequence at once without one: the outputs agree.
+- Cost of one decoding step: `decode_step_cost` counts the bytes a step reads from the cache and the
+  multiply-adds of its attention (``StepCost``); `attention_multiply_adds` counts the latter from
+  the arrays a layer really multiplies; `time_decode_step` measures one step of a stack, with the
+  cache or recomputing every earlier token without it (shortest of several runs, in seconds).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,17 +51,21 @@ __all__ = [
     "MODELS",
     "KVCache",
     "ModelPreset",
+    "StepCost",
     "attention_kind",
+    "attention_multiply_adds",
     "cache_bytes",
     "cache_per_token",
     "cached_tokens",
     "decode_causal",
     "decode_incrementally",
     "decode_step",
+    "decode_step_cost",
     "format_bytes",
     "kv_cache_bytes",
     "kv_head_options",
     "ladder",
+    "time_decode_step",
 ]
 
 
@@ -277,6 +286,15 @@ class KVCache:
 
 def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array, name: str = "x") -> None:
     """``layers``: a list (or tuple) of NumPy ``GroupedQueryAttention`` layers; ``x (B, T, D)`` with ``T >= 1``."""
+    _check_layers(layers)
+    check_array(name, x, "numpy", "(B, T, D)")
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
+    check_finite(name, x)
+
+
+def _check_layers(layers: Sequence[GroupedQueryAttention]) -> None:
+    """``layers``: a non-empty list (or tuple) of NumPy ``GroupedQueryAttention`` layers."""
     if isinstance(layers, GroupedQueryAttention) or not isinstance(layers, (list, tuple)):
         raise TypeError(
             f"layers must be a list of GroupedQueryAttention layers (the stack, in order), got "
@@ -289,10 +307,6 @@ def _check_stack(layers: Sequence[GroupedQueryAttention], x: Array, name: str = 
             raise TypeError(
                 f"layers[{index}] must be a gqa_numpy.GroupedQueryAttention, got {type(layer).__name__}"
             )
-    check_array(name, x, "numpy", "(B, T, D)")
-    if x.shape[1] == 0:
-        raise ValueError(f"{name} has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
-    check_finite(name, x)
 
 
 def decode_step(layers: Sequence[GroupedQueryAttention], x_new: Array, cache: KVCache) -> Array:
@@ -341,3 +355,88 @@ def decode_causal(layers: Sequence[GroupedQueryAttention], x: Array) -> Array:
         out, _ = layer(x, allowed=allowed)
         x = x + out  # residual connection
     return x
+
+
+# ----- what one decoding step costs ----------------------------------------------------------
+@dataclass(frozen=True)
+class StepCost:
+    """The attention part of one decoding step over a cache of ``T`` tokens (all layers, whole batch).
+
+    ``bytes_read``: every cached key and value is read once, ``2 x layers x h_kv x d_h x T x B x bytes``.
+    ``multiply_adds``: the new query of each of the ``h`` heads meets ``T`` keys (``q . k``, ``d_h``
+    multiply-adds each) and mixes ``T`` values (``d_h`` each): ``2 x layers x h x d_h x T x B``.
+    """
+
+    bytes_read: int
+    multiply_adds: int
+
+    @property
+    def multiply_adds_per_byte(self) -> float:
+        """Arithmetic intensity: work done per byte fetched from memory (``g / bytes_per_element``)."""
+        return self.multiply_adds / self.bytes_read
+
+
+def decode_step_cost(
+    layers: int, heads: int, kv_heads: int, head_dim: int, tokens: int, batch: int = 1, bytes_per_element: int = 2,
+) -> StepCost:
+    """Bytes read from the cache and multiply-adds of attention for one new token per sequence.
+
+    ``tokens`` is ``T``, the number of cached tokens the new query attends to (itself included).
+    The bytes scale with ``h_kv``, the multiply-adds with ``h``: fewer K/V heads read less for the
+    same arithmetic. The projections (``x W_q`` ...) are left out: they do not depend on ``T``.
+    """
+    group_size(heads, kv_heads)
+    sizes = dict(layers=layers, head_dim=head_dim, tokens=tokens, batch=batch)
+    common = math.prod(check_int(name, value) for name, value in sizes.items())
+    bytes_per_element = check_int("bytes_per_element", bytes_per_element)
+    return StepCost(bytes_read=2 * common * kv_heads * bytes_per_element, multiply_adds=2 * common * heads)
+
+
+def attention_multiply_adds(q: Array, k: Array) -> int:
+    """Multiply-adds of attention from the arrays themselves: ``q (B, h, T, d_h)`` and ``k (B, h_kv, S, d_h)``.
+
+    ``q k^T`` takes ``B x h x T x S x d_h``, the weighted sum of the values as many again. ``k`` may
+    hold fewer heads than ``q`` (each of its heads then serves ``h / h_kv`` query heads).
+    """
+    check_array("q", q, "numpy", "(B, h, T, d_h)")
+    check_array("k", k, "numpy", "(B, h_kv, S, d_h)")
+    (B, heads, T, d_h), (B_k, kv_heads, S, d_k) = q.shape, k.shape
+    if (B_k, d_k) != (B, d_h):
+        raise ValueError(f"q {q.shape} and k {k.shape} must share B and d_h: (B, h, T, d_h) and (B, h_kv, S, d_h)")
+    group_size(heads, kv_heads)
+    return 2 * B * heads * T * S * d_h
+
+
+def time_decode_step(
+    layers: Sequence[GroupedQueryAttention], tokens: int, cached: bool, batch: int = 1, repeats: int = 5,
+    seed: int = 0,
+) -> float:
+    """Seconds to produce the output of token ``tokens + 1`` after ``tokens`` earlier ones (shortest of ``repeats``).
+
+    ``cached=True``: one `decode_step` of the new token against a cache already holding ``tokens``
+    tokens (the cache is restored after each run, so every run does the same work).
+    ``cached=False``: no cache, so the whole sequence of ``tokens + 1`` tokens goes through
+    `decode_causal` again, as a decoder without a cache must at every step.
+    The shortest run is the one least disturbed by other programs on the machine.
+    """
+    _check_layers(layers)
+    tokens = check_int("tokens", tokens)
+    batch = check_int("batch", batch)
+    repeats = check_int("repeats", repeats)
+    if not isinstance(cached, bool):
+        raise TypeError(f"cached must be True or False, got {type(cached).__name__} {cached!r}")
+    x = np.random.default_rng(seed).normal(size=(batch, tokens + 1, layers[0].width)).astype(layers[0].dtype)
+    cache = KVCache(len(layers))
+    if cached:
+        decode_step(layers, x[:, :tokens], cache)  # prefill: the earlier tokens are cached
+    saved = (list(cache.keys), list(cache.values))
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        if cached:
+            decode_step(layers, x[:, tokens:], cache)  # one new token: (B, 1, D)
+        else:
+            decode_causal(layers, x)  # every token again: (B, T + 1, D)
+        best = min(best, time.perf_counter() - start)
+        cache.keys, cache.values = list(saved[0]), list(saved[1])  # forget the new token again
+    return best

@@ -41,10 +41,23 @@ Head ``i`` attends with the query ``[q_i ; q^R_i]`` and the key ``[k_i ; k^R]`` 
 numbers per token and layer.
 
 Absorption (paper, section 2.1.2 and appendix C): ``q_i . k_i = (q_i @ w_uk[i].T) . latent``, so
-the key up-projection can be folded into the query side, and ``o_i @ w_o[i] = (weights @ latent)
-@ (w_uv[i] @ w_o[i])``, so the value up-projection folds into the output side. Attention then runs
+the key up-projection can be folded into the query side, and ``o_i @ w_o[i] = ((weights @ latent)
+@ w_uv[i]) @ w_o[i]``, so the value up-projection moves to the output side. Attention then runs
 against the cached latent directly, at a price: scores over ``d_c + d_rope`` features instead of
-``d_nope + d_rope`` (`attention_multiply_adds` counts both routes).
+``d_nope + d_rope`` (`attention_multiply_adds` counts the routes).
+
+The absorbed route here re-associates the products at run time, as decoders do (vLLM's MLA decode
+path applies ``W_UK`` to each head's query and ``W_UV`` after attention): ``w_uk[i].T`` is applied
+to the query ``q_i``, and ``w_uv[i]`` then ``w_o[i]`` to the mixed latent. Pre-multiplied matrices
+(`LatentAttention.absorbed_query_weight`, ``(h, D, d_c)``) give the same numbers but are larger than
+their factors when ``d_c > d_nope``: at DeepSeek-V2's sizes ``h*D*d_c`` is 3.6 times
+``h*D*d_nope + h*d_c*d_nope``, and so is the work per query.
+
+Absorbed decoding is multi-query attention over the latent (`LatentAttention.multi_query_inputs`):
+every head's query ``[q_i @ w_uk[i].T ; q^R_i]`` (width ``d_c + d_rope``) meets ONE key shared by
+all heads, ``[latent ; rope_key]``, and mixes ONE shared value, ``latent`` (width ``d_c``), with
+the scale ``1 / sqrt(d_nope + d_rope)``; each head's result then goes through ``w_uv[i]`` and
+``w_o[i]`` (`LatentAttention.output_from_latent`).
 """
 
 from __future__ import annotations
@@ -68,7 +81,8 @@ from lessons_lib.validation import (
     layer_mask,
 )
 
-__all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "mla_cache_bytes"]
+__all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "latent_scores", "mla_cache_bytes",
+           "multi_query_attention"]
 
 Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
@@ -98,13 +112,17 @@ def attention_multiply_adds(
     route: str, new_tokens: int, cached_tokens: int, *, heads: int, latent_width: int, nope_width: int,
     rope_width: int, value_width: int,
 ) -> int:
-    """Multiply-adds one layer spends on the work where the ``"explicit"`` and ``"absorbed"`` routes differ.
+    """Multiply-adds one layer spends on the work where the routes ``"explicit"``, ``"cached"`` and
+    ``"absorbed"`` differ.
 
     ``new_tokens`` (T) queries attend causally to ``cached_tokens`` (S >= T) positions, the new
     ones last: ``pairs = T*S - T*(T-1)/2`` (query, position) pairs are scored. Per head:
 
     - explicit: rebuild K and V of all S positions, ``S*d_c*(d_nope + d_v)``; scores
       ``pairs*(d_nope + d_rope)``; weights @ values ``pairs*d_v``.
+    - cached: a cache of rebuilt K and V (``d_nope + d_rope + d_v`` numbers per head and token)
+      up-projects only the T new tokens, ``T*d_c*(d_nope + d_v)``; scores and weights @ values
+      as explicit.
     - absorbed: ``q_i @ w_uk[i].T`` for the T queries, ``T*d_nope*d_c``; scores against the latent
       and the rotary key ``pairs*(d_c + d_rope)``; weights @ latents ``pairs*d_c``; the mixed latent
       @ ``w_uv[i]``, ``T*d_c*d_v``.
@@ -112,8 +130,8 @@ def attention_multiply_adds(
     Times ``heads``. Work both routes share (the down-projections, the queries, RoPE, softmax,
     ``w_o``) is left out. Decoding (T = 1, long S) favours absorbed; prefill (T = S) explicit.
     """
-    if route not in ("explicit", "absorbed"):
-        raise ValueError(f"route must be 'explicit' or 'absorbed', got {route!r}")
+    if route not in ("explicit", "cached", "absorbed"):
+        raise ValueError(f"route must be 'explicit', 'cached' or 'absorbed', got {route!r}")
     T, S = check_int("new_tokens", new_tokens, symbol="T"), check_int("cached_tokens", cached_tokens, symbol="S")
     if T > S:
         raise ValueError(f"cached_tokens S={S} must include the new_tokens T={T} (S >= T)")
@@ -123,7 +141,55 @@ def attention_multiply_adds(
     pairs = T * S - T * (T - 1) // 2
     if route == "explicit":
         return h * (S * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
+    if route == "cached":
+        return h * (T * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
     return h * (T * d_n * d_c + pairs * (d_c + d_r) + pairs * d_c + T * d_c * d_v)
+
+
+def latent_scores(q: Array, latent: Array, w_uk: Array) -> Array:
+    """Raw scores of every head against the latent, no key built: ``(q_i @ w_uk[i].T) @ latent.T``.
+
+    ``q (B, h, T, d_nope)`` per-head position-free queries, ``latent (B, S, d_c)``, ``w_uk (h, d_c,
+    d_nope)``; returns ``(B, h, T, S)``, unscaled and unmasked. The key up-projection is applied to
+    the T queries at run time (re-associating ``q_i @ (latent @ w_uk[i]).T``), never to the S latents.
+    """
+    check_array("q", q, "numpy", "(B, h, T, d_nope)", np.float64)
+    check_array("latent", latent, "numpy", "(B, S, d_c)", np.float64)
+    check_array("w_uk", w_uk, "numpy", "(h, d_c, d_nope)", np.float64)
+    (B, h, _, d_n), (B_c, _, d_c) = q.shape, latent.shape
+    if B_c != B or w_uk.shape != (h, d_c, d_n):
+        raise ValueError(f"q (B, h, T, d_nope), latent (B, S, d_c) and w_uk (h, d_c, d_nope) must agree, got "
+                         f"{q.shape}, {latent.shape} and {w_uk.shape}")
+    q_latent = np.einsum("bhtn,hcn->bhtc", q, w_uk)  # (B, h, T, d_nope) x (h, d_c, d_nope) -> (B, h, T, d_c)
+    scores: Array = q_latent @ np.swapaxes(latent, -1, -2)[:, None]  # @ (B, 1, d_c, S) -> (B, h, T, S)
+    return scores
+
+
+def multi_query_attention(
+    queries: Array, key: Array, value: Array, scale: float, allowed: Mask | None = None
+) -> tuple[Array, Array]:
+    """Multi-query attention: ``h`` query heads, ONE key head and ONE value head shared by all.
+
+    ``queries (B, h, T, d_k)``, ``key (B, 1, S, d_k)``, ``value (B, 1, S, d_v)``, ``scale`` the
+    factor the scores are multiplied by, ``allowed`` a boolean mask broadcastable to ``(B, h, T, S)``.
+    Returns ``(output (B, h, T, d_v), weights (B, h, T, S))``. Same as PyTorch's
+    ``scaled_dot_product_attention(queries, key, value, attn_mask=allowed, scale=scale, enable_gqa=True)``.
+    """
+    check_array("queries", queries, "numpy", "(B, h, T, d_k)", np.float64)
+    check_array("key", key, "numpy", "(B, 1, S, d_k)", np.float64)
+    check_array("value", value, "numpy", "(B, 1, S, d_v)", np.float64)
+    (B, _, _, d_k), S = queries.shape, value.shape[2]
+    if key.shape != (B, 1, S, d_k) or value.shape[:2] != (B, 1):
+        raise ValueError(f"multi-query attention needs key (B, 1, S, d_k) = {(B, 1, S, d_k)} and value "
+                         f"(B, 1, S, d_v) with one head each, got key {key.shape} and value {value.shape}")
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale > 0:
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    scores = queries @ np.swapaxes(key, -1, -2) * scale  # (B, h, T, d_k) @ (B, 1, d_k, S) -> (B, h, T, S)
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    weights = _softmax(scores, axis=-1)
+    output: Array = weights @ value  # (B, h, T, S) @ (B, 1, S, d_v) -> (B, h, T, d_v)
+    return output, weights
 
 
 @dataclass
@@ -321,31 +387,56 @@ class LatentAttention:
     # ----- the absorbed route: attend against the latent --------------------------------------
     @property
     def absorbed_query_weight(self) -> NDArray[np.float64]:
-        """``(h, D, d_c)``: ``w_q[i] @ w_uk[i].T``, the key up-projection folded into the queries."""
+        """``(h, D, d_c)``: ``w_q[i] @ w_uk[i].T``, the key up-projection folded into the queries.
+
+        Pre-multiplied, for comparison only: the layer itself applies ``w_uk[i].T`` to each query at run
+        time, which is cheaper when ``d_c > d_nope`` (see the module docstring).
+        """
         absorbed: NDArray[np.float64] = np.einsum("hdn,hcn->hdc", self.w_q, self.w_uk)
         return absorbed
 
     @property
     def absorbed_output_weight(self) -> NDArray[np.float64]:
-        """``(h, d_c, D)``: ``w_uv[i] @ w_o[i]``, the value up-projection folded into the output."""
+        """``(h, d_c, D)``: ``w_uv[i] @ w_o[i]``, the value up-projection folded into the output (for
+        comparison only, like `absorbed_query_weight`)."""
         absorbed: NDArray[np.float64] = np.einsum("hcv,hvd->hcd", self.w_uv, self.w_o)
         return absorbed
+
+    def multi_query_inputs(
+        self, x: Array, positions: NDArray[np.integer], cache: LatentCache
+    ) -> tuple[Array, Array, Array]:
+        """The absorbed route as multi-query attention: ``(queries, key, value)``.
+
+        ``queries (B, h, T, d_c + d_rope)`` is ``[q_i @ w_uk[i].T ; q^R_i]`` for the tokens ``x (B, T, D)``
+        at ``positions``; ``key (B, 1, S, d_c + d_rope)`` is ``[latent ; rope_key]`` and ``value
+        (B, 1, S, d_c)`` is ``latent``, read from ``cache``: one key head and one value head for all
+        heads. Attend with the scale ``1 / sqrt(d_nope + d_rope)``.
+        """
+        q, q_rope = self.queries(x, positions)  # (B, h, T, d_nope), (B, h, T, d_rope)
+        q_latent = np.einsum("bhtn,hcn->bhtc", q, self.w_uk)  # w_uk[i].T applied to the query: (B, h, T, d_c)
+        queries = np.concatenate([q_latent, q_rope], axis=-1)  # (B, h, T, d_c + d_rope)
+        key = np.concatenate([cache.latent, cache.rope_key], axis=-1)[:, None]  # (B, 1, S, d_c + d_rope)
+        return queries, key, cache.latent[:, None]  # value (B, 1, S, d_c)
+
+    def output_from_latent(self, context: Array) -> Array:
+        """``context (B, h, T, d_c)``, each head's weighted latent -> output ``(B, T, D)``.
+
+        ``w_uv[i]`` turns head ``i``'s mixed latent into its values, then ``w_o[i]`` projects them.
+        """
+        values = np.einsum("bhtc,hcv->bhtv", context, self.w_uv)  # (B, h, T, d_c) x (h, d_c, d_v) -> (B, h, T, d_v)
+        output: Array = np.einsum("bhtv,hvd->btd", values, self.w_o)  # sum over heads -> (B, T, D)
+        return output
 
     def _attend_latent(
         self, x: Array, positions: NDArray[np.integer], cache: LatentCache, mask: Mask | None
     ) -> tuple[Array, Array]:
         """Queries from ``x (B, T, D)`` attend to ``cache``; returns ``(output (B, T, D), weights)``."""
-        q_latent = np.einsum("btd,hdc->bhtc", x, self.absorbed_query_weight)  # (B, h, T, d_c)
-        q_rope = _rope(np.einsum("btd,hdr->bhtr", x, self.w_qr), positions, self.base)  # (B, h, T, d_rope)
-        scores = (
-            q_latent @ np.swapaxes(cache.latent, -1, -2)[:, None]  # (B, h, T, d_c) @ (B, 1, d_c, S)
-            + q_rope @ np.swapaxes(cache.rope_key, -1, -2)[:, None]  # (B, h, T, d_rope) @ (B, 1, d_rope, S)
-        ) / math.sqrt(self.nope_width + self.rope_width)  # -> (B, h, T, S)
+        queries, key, value = self.multi_query_inputs(x, positions, cache)
+        scores = queries @ np.swapaxes(key, -1, -2) / math.sqrt(self.nope_width + self.rope_width)  # (B, h, T, S)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         weights = _softmax(scores, axis=-1)
-        context = weights @ cache.latent[:, None]  # (B, h, T, S) @ (B, 1, S, d_c) -> (B, h, T, d_c)
-        return np.einsum("bhtc,hcd->btd", context, self.absorbed_output_weight), weights
+        return self.output_from_latent(weights @ value), weights  # (B, h, T, S) @ (B, 1, S, d_c)
 
     def absorbed(self, x: Array, allowed: Mask | None = None) -> tuple[Array, Array]:
         """Same as `explicit`, computed against the latent with the absorbed weights."""

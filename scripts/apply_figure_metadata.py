@@ -76,6 +76,10 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "The relative output error of an MHA layer converted to GQA by mean-pooling its K/V heads, against "
         "the number of K/V heads kept, zero at h_kv = 8, where nothing is pooled."
     ),
+    ("06", "plot_step_times("): (
+        "Time of one decoding step against the number of tokens already decoded, both axes logarithmic: with "
+        "the cache the line stays nearly flat, without it the line climbs steeply as T grows."
+    ),
     ("07", "plot_latent_flow(layer.sizes"): (
         "A data-flow diagram of the lesson's latent attention layer: x is compressed into a cached latent c and "
         "a cached rotary key, grey arrows rebuild every head's keys and values, and orange arrows show the "

@@ -104,6 +104,9 @@ def regenerate(path: Path) -> float:
 
 
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return 0
     if argv == ["--colab-only"]:
         for path in sorted(LESSONS.glob("[0-9][0-9]_*.ipynb")):
             write_colab_copy(path)

@@ -24,10 +24,6 @@ from answer_guard import (
 # (or declare nothing yet) are listed here. The list may only shrink: an item listed here that no
 # longer leaks fails the test, so that it is taken off.
 KNOWN_LEAKS: dict[str, set[str]] = {
-    "05": {*(f"Predict {n}" for n in range(1, 7)), *(f"Your turn {n}" for n in range(1, 6))},
-    "06": {*(f"Predict {n}" for n in range(1, 6)), *(f"Your turn {n}" for n in range(1, 7))},
-    "07": {*(f"Predict {n}" for n in range(1, 7)), *(f"Your turn {n}" for n in range(1, 7))},
-    "08": {*(f"Predict {n}" for n in range(1, 6)), *(f"Your turn {n}" for n in range(1, 6))},
     "09": {*(f"Predict {n}" for n in range(1, 8)), *(f"Your turn {n}" for n in range(1, 5))},
 }
 

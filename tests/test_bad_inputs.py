@@ -928,6 +928,68 @@ BAD_INPUTS = [
         ),
     ),
     Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_kv_heads_not_a_divisor",
+        lambda: kv_cache.decode_step_cost(1, 8, 3, 4, tokens=5),
+        ValueError,
+        (
+            "kv_heads h_kv=3 must be a positive divisor of heads h=8, so that each key/value head serves the "
+            "same number g = h / h_kv of query heads. Valid choices for h=8: [1, 2, 4, 8]"
+        ),
+    ),
+    Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_no_tokens",
+        lambda: kv_cache.decode_step_cost(1, 8, 2, 4, tokens=0),
+        ValueError,
+        ("tokens must be positive, got tokens=0"),
+    ),
+    Bad(
+        "kv_cache.decode_step_cost",
+        "step_cost_float_bytes",
+        lambda: kv_cache.decode_step_cost(1, 8, 2, 4, tokens=5, bytes_per_element=2.0),
+        TypeError,
+        ("bytes_per_element must be an int, got float 2.0"),
+    ),
+    Bad(
+        "kv_cache.attention_multiply_adds",
+        "multiply_adds_d_h_differs",
+        lambda: kv_cache.attention_multiply_adds(np.zeros((1, 4, 1, 3)), np.zeros((1, 2, 5, 4))),
+        ValueError,
+        ("q (1, 4, 1, 3) and k (1, 2, 5, 4) must share B and d_h: (B, h, T, d_h) and (B, h_kv, S, d_h)"),
+    ),
+    Bad(
+        "kv_cache.attention_multiply_adds",
+        "multiply_adds_q_3d",
+        lambda: kv_cache.attention_multiply_adds(np.zeros((4, 1, 3)), np.zeros((1, 2, 5, 3))),
+        ValueError,
+        ("q must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (4, 1, 3) with 3 axes"),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_cached_str",
+        lambda: kv_cache.time_decode_step([gqa_numpy.GroupedQueryAttention(8, 4, 2)], 4, cached="yes"),
+        TypeError,
+        ("cached must be True or False, got str 'yes'"),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_one_layer_not_a_list",
+        lambda: kv_cache.time_decode_step(gqa_numpy.GroupedQueryAttention(8, 4, 2), 4, cached=True),
+        TypeError,
+        (
+            "layers must be a list of GroupedQueryAttention layers (the stack, in order), got "
+            "GroupedQueryAttention; for one layer pass [layer]"
+        ),
+    ),
+    Bad(
+        "kv_cache.time_decode_step",
+        "time_step_no_repeats",
+        lambda: kv_cache.time_decode_step([gqa_numpy.GroupedQueryAttention(8, 4, 2)], 4, cached=True, repeats=0),
+        ValueError,
+        ("repeats must be positive, got repeats=0"),
+    ),
+    Bad(
         "kv_cache.KVCache",
         "kvcache_zero_layers",
         lambda: kv_cache.KVCache(0),
@@ -1075,13 +1137,29 @@ BAD_INPUTS = [
         ("latent_width must be positive, got latent_width=0"),
     ),
     Bad(
+        "mla.latent_scores",
+        "latent_scores_sizes_disagree",
+        lambda: mla.latent_scores(np.ones((1, 2, 3, 4)), np.ones((1, 5, 6)), np.ones((2, 4, 6))),
+        ValueError,
+        ("q (B, h, T, d_nope), latent (B, S, d_c) and w_uk (h, d_c, d_nope) must agree, got (1, 2, 3, 4), "
+         "(1, 5, 6) and (2, 4, 6)"),
+    ),
+    Bad(
+        "mla.multi_query_attention",
+        "multi_query_attention_two_key_heads",
+        lambda: mla.multi_query_attention(np.ones((1, 2, 3, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 1, 5, 6)), 0.5),
+        ValueError,
+        ("multi-query attention needs key (B, 1, S, d_k) = (1, 1, 5, 4) and value (B, 1, S, d_v) with one head "
+         "each, got key (1, 2, 5, 4) and value (1, 1, 5, 6)"),
+    ),
+    Bad(
         "mla.attention_multiply_adds",
         "multiply_adds_unknown_route",
         lambda: mla.attention_multiply_adds(
             "fast", 1, 10, heads=2, latent_width=8, nope_width=4, rope_width=2, value_width=4
         ),
         ValueError,
-        ("route must be 'explicit' or 'absorbed', got 'fast'"),
+        ("route must be 'explicit', 'cached' or 'absorbed', got 'fast'"),
     ),
     Bad(
         "mla.LatentAttention",
@@ -1319,6 +1397,62 @@ BAD_INPUTS = [
         ("d must be an int, got float 4.0"),
     ),
     # ----- efficient ---------------------------------------------------------------------------------
+    Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_weights",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 4)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        ("weights must have shape (2, 4, 5) (from q, k and v), got (2, 4, 4); pass the forward's own weights"),
+    ),
+    Bad(
+        "efficient.attention_backward",
+        "attention_backward_wrong_grad",
+        lambda: efficient.attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 5)), np.ones((2, 4, 2)),
+            np.ones((2, 4, 1))),
+        ValueError,
+        (
+            "grad_out must have the shape of the output (..., T, d_v) = (2, 4, 2), got (2, 4, 1); it is "
+            "dLoss/dOutput, one number per output number"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_wrong_logsumexp",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((2, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((2, 4, 2)), np.ones((2, 3)),
+            np.ones((2, 4, 2))),
+        ValueError,
+        (
+            "logsumexp must hold one number per query, shape (2, 4), got (2, 3); pass the second result of "
+            "tiled_attention_forward"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_backward",
+        "tiled_backward_broadcast_axes",
+        lambda: efficient.tiled_attention_backward(
+            np.ones((1, 4, 3)), np.ones((2, 5, 3)), np.ones((2, 5, 2)), np.ones((1, 4, 2)), np.ones((1, 4)),
+            np.ones((1, 4, 2))),
+        ValueError,
+        (
+            "the backward pass needs q, k and v with the same leading (batch/head) axes, got q (1, 4, 3), "
+            "k (2, 5, 3) and v (2, 5, 2); a broadcast axis would need its gradient summed: np.broadcast_to "
+            "them first"
+        ),
+    ),
+    Bad(
+        "efficient.tiled_attention_forward",
+        "tiled_forward_block_zero",
+        lambda: efficient.tiled_attention_forward(np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2)), block_size=0),
+        ValueError,
+        (
+            "block_size must be a positive number of positions per block, got block_size=0; use 1 for "
+            "one position at a time, or a value >= S for a single block"
+        ),
+    ),
     Bad(
         "efficient.online_softmax",
         "online_softmax_empty_row",
@@ -2710,7 +2844,73 @@ BAD_INPUTS = [
         ValueError,
         ("lengths must be a 1-D integer array with entries in 0 .. S = 5, got [2, 7]"),
     ),
+    # ----- inspect_heads, issue 28 (lesson 05: peaks, head parts, knock-outs) ----------------------------
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_cross_attention",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 6)) / 6, np.array([0, 1])),
+        ValueError,
+        ("argmax_shares needs self-attention weights with T == S, got (2, 4, 8, 6)"),
+    ),
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_marker_per_sequence",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 8)) / 8, np.array([0])),
+        ValueError,
+        ("marker must have shape (B,) = (2,), got (1,)"),
+    ),
+    Bad(
+        "inspect_heads.argmax_shares",
+        "argmax_shares_marker_out_of_range",
+        lambda: inspect_heads.argmax_shares(np.ones((2, 4, 8, 8)) / 8, np.array([0, 8])),
+        ValueError,
+        ("marker must be in 0 .. 7, got 0 .. 8"),
+    ),
+    Bad(
+        "inspect_heads.head_parts",
+        "head_parts_wo_rows",
+        lambda: inspect_heads.head_parts(np.ones((2, 4, 8, 4)), np.ones((12, 16))),
+        ValueError,
+        ("wo must have h*d_h = 4*4 = 16 rows (one block of d_h rows per head), got (12, 16)"),
+    ),
+    Bad(
+        "inspect_heads.head_parts",
+        "head_parts_merged_output",
+        lambda: inspect_heads.head_parts(np.ones((2, 8, 4)), np.ones((16, 16))),
+        ValueError,
+        ("head_out must have exactly 4 axes, laid out as (B, h, T, d_h); got shape (2, 8, 4) with 3 axes"),
+    ),
+    Bad(
+        "inspect_heads.target_accuracy",
+        "target_accuracy_output_width",
+        lambda: inspect_heads.target_accuracy(
+            inspect_heads.load_toy_heads(), np.ones((2, 8, 12)), np.zeros((2, 8), dtype=int), np.array([0, 1])
+        ),
+        ValueError,
+        ("output must be (B, T, D) = (2, 8, 16) for these tokens, got (2, 8, 12)"),
+    ),
+    Bad(
+        "inspect_heads.target_accuracy",
+        "target_accuracy_no_model",
+        lambda: inspect_heads.target_accuracy(None, np.ones((2, 8, 16)), np.zeros((2, 8), dtype=int), np.array([0, 1])),
+        TypeError,
+        ("model must be the trained layer from inspect_heads.load_toy_heads(), got NoneType"),
+    ),
     # ----- checks.inspecting_heads -------------------------------------------------------------------
+    Bad(
+        "checks.inspecting_heads.check_head_parts",
+        "check_head_parts_not_a_function",
+        lambda: inspecting_heads.check_head_parts(42),
+        RETURNS,
+        ("[head parts] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.inspecting_heads.check_argmax_shares",
+        "check_argmax_shares_name_not_function",
+        lambda: inspecting_heads.check_argmax_shares("peak_shares"),
+        RETURNS,
+        ("[argmax shares] not yet: expected a function, got str 'peak_shares'"),
+    ),
     Bad(
         "checks.inspecting_heads.check_head_count",
         "check_head_count_not_divisor",
@@ -2956,6 +3156,24 @@ BAD_INPUTS = [
         ValueError,
         ("model_width must be positive, got model_width=0"),
     ),
+    Bad(
+        "checks.latent_attention.check_query_latent_scores",
+        "check_query_latent_scores_w_uk_rank",
+        lambda: latent_attention.check_query_latent_scores(
+            None, np.ones((1, 3, 8)), np.ones((8, 4)), np.ones((2, 8, 2)), np.ones((4, 2))
+        ),
+        ValueError,
+        ("w_uk must have 3 axes laid out as (h, d_c, d_nope), got shape (4, 2)"),
+    ),
+    Bad(
+        "checks.latent_attention.check_latent_as_mqa",
+        "check_latent_as_mqa_latent_rank",
+        lambda: latent_attention.check_latent_as_mqa(
+            None, np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 2)), np.ones((5, 6)), np.ones((1, 5, 2)), np.ones((2, 6, 4))
+        ),
+        ValueError,
+        ("latent must have 3 axes laid out as (B, S, d_c), got shape (5, 6)"),
+    ),
     # ----- checks.efficient_attention ----------------------------------------------------------------
     Bad(
         "checks.efficient_attention.check_materialised_entries",
@@ -2998,6 +3216,13 @@ BAD_INPUTS = [
         lambda: efficient_attention.check_tiled_attention(42),
         RETURNS,
         ("[tiled attention] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_tile_grads",
+        "check_tile_grads_not_a_function",
+        lambda: efficient_attention.check_tile_grads(42),
+        RETURNS,
+        ("[tile grads] not yet: expected a function, got int 42"),
     ),
     Bad(
         "checks.efficient_attention.check_tiled_output",
@@ -3287,6 +3512,7 @@ COVERED_MODULES = [
 # Public names with no bad input of their own: records that only hold what they are given.
 RECORDS = {
     "mla.LatentCache": "built by LatentAttention.new_cache; its append is in the table",
+    "kv_cache.StepCost": "a record returned by decode_step_cost",
     "efficient.OnlineStep": "a record returned by online_softmax_trace",
     "efficient.TiledTrace": "a record returned by tiled_attention_trace",
     "toy_task.TrainResult": "a record returned by train",

@@ -25,6 +25,7 @@ from lessons_lib.plotting.cache_charts import (
     plot_conversion_error,
     plot_head_sharing,
     plot_models_cache,
+    plot_step_times,
 )
 from lessons_lib.plotting.palette import head_colour, text_colour
 from lessons_lib.widgets.base import readout_html
@@ -44,7 +45,7 @@ def test_calculator_starts_from_the_model_config() -> None:
         ("MQA", 1, cache_bytes(preset, 4096, kv_heads=1)),
     ]
     assert calc.data["per_token"] == cache_per_token(preset)
-    assert "128 KiB per token" in calc.data["readout"]
+    assert "128 KiB per cached token" in calc.data["readout"]
     assert calc.readout.value == readout_html(calc.data["readout"])  # the text shown is the text in .data
     assert repr(calc) == "KVCacheCalculator(model='Llama 3 8B', kv_heads=8, tokens=4096, batch=1, bytes_per_element=2)"
 
@@ -63,7 +64,7 @@ def test_calculator_follows_every_control() -> None:
     assert calc.data["rows"][1] == ("chosen (GQA)", 16, total)
     assert calc.data["total"] == total
     assert calc.data["rows"][0][2] == 4 * total
-    assert calc.data["title"] == "Llama 2 70B: 2 x 8192 tokens"
+    assert calc.data["title"] == "Llama 2 70B: 2 x 8,192 tokens"
     assert "h_kv=16 (g=4)" in calc.data["readout"]
     assert f"{format_bytes(total)} in total" in calc.data["readout"]
     assert "The released model uses h_kv=8" in calc.data["readout"]
@@ -104,6 +105,20 @@ def test_head_sharing_shows_i_div_g() -> None:
     assert sharing.data["kv_heads"] == sharing.controls["kv_heads"].value == 1
 
 
+@pytest.mark.parametrize(("heads", "kv_heads"), [(8, 1), (8, 8), (16, 16), (5, 1)])
+def test_head_sharing_does_not_call_a_right_tiled_order_wrong(heads: int, kv_heads: int) -> None:
+    """With h_kv = 1 or h_kv = h, tiling equals repeating: the title and readout must not say "wrong"."""
+    sharing = HeadSharing(heads, kv_heads)
+    sharing.controls["mapping"].value = "tile"
+    assert sharing.data["assignment"] == [i // (heads // kv_heads) for i in range(heads)]
+    assert "wrong" not in sharing.data["title"]
+    assert sharing.data["title"].endswith("tiled: i % h_kv, here the same as i // g")
+    assert "Not what GQA does" not in sharing.data["readout"]
+    assert "happens to give the right order" in sharing.data["readout"]
+    sharing.controls["mapping"].value = "repeat"
+    assert "happens" not in sharing.data["readout"]
+
+
 def test_head_sharing_rejects_a_kv_head_count_that_does_not_divide() -> None:
     with pytest.raises(ValueError, match="kv_heads one of its divisors"):
         HeadSharing(heads=8, kv_heads=3)
@@ -127,6 +142,12 @@ def test_plotting_functions_return_figures() -> None:
     assert np.asarray(fig3.axes[0].lines[0].get_ydata()).tolist() == [0.0, 0.5, 0.8]
     fig4 = plot_models_cache(["a", "b"], [1, 2], [3, 4], tokens=10)
     assert len(fig4.axes[0].patches) == 4
+    fig5 = plot_step_times([32, 64], {"with": [0.001, 0.002], "without": [0.01, 0.04]}, "steps")
+    ax5 = fig5.axes[0]
+    assert [np.asarray(line.get_ydata()).tolist() for line in ax5.lines] == [[1.0, 2.0], [10.0, 40.0]]  # in ms
+    assert ax5.get_xscale() == "log" and ax5.get_yscale() == "log" and ax5.get_title() == "steps"
+    with pytest.raises(ValueError, match="has 1 times for 2 token counts"):
+        plot_step_times([32, 64], {"with": [0.001]}, "t")
     plt.close("all")
 
 
@@ -146,8 +167,12 @@ def test_calculator_shows_the_sliding_window() -> None:
     assert (calc.data["window"], calc.data["cached"]) == (4096, 4096)
     assert calc.data["total"] == cache_bytes(preset, 32768) == cache_bytes(preset, 4096)  # 512 MiB, not 4 GiB
     assert [n for _, _, n in calc.data["rows"]] == [cache_bytes(preset, 4096, kv_heads=k) for k in (32, 8, 1)]
-    assert "keeps its last 4096 of 32768 tokens" in calc.data["readout"]
-    assert calc.data["title"] == "Mistral 7B v0.1: 1 x 32768 tokens (window 4096: 4096 kept)"
+    assert "keeps its last 4,096 of 32,768 tokens" in calc.data["readout"]
+    assert "512 MiB in total for 1 x 4,096 cached tokens" in calc.data["readout"]
+    assert calc.data["title"] == "Mistral 7B v0.1: 1 x 32,768 tokens (window 4,096: 4,096 kept)"
+    calc.controls["tokens"].value = 1  # inside the window: no "last 1 of 1 tokens"
+    assert "nothing is dropped" in calc.data["readout"] and "last" not in calc.data["readout"]
+    calc.controls["tokens"].value = 32768
     calc.controls["tokens"].value = 1000  # shorter than the window: every token is kept
     assert calc.data["cached"] == 1000 and calc.data["total"] == cache_bytes(preset, 1000)
     calc.controls["model"].value = "Llama 3 8B"  # no window: nothing about one in the readout

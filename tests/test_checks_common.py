@@ -294,6 +294,11 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "MLA cache": lambda a: la.check_mla_cache_elements(a, **_mla),
     "absorbed query": lambda a: la.check_absorbed_query_weight(a, _w_q, _w_uk),
     "GQA equivalent": lambda a: la.check_equivalent_kv_heads(a, latent_width=8, rope_width=4, head_dim=4),
+    "scores against the latent": lambda a: la.check_query_latent_scores(
+        lambda q, latent, w_uk: a, *(_rng.normal(size=shape) for shape in ((1, 3, 4), (4, 2), (2, 4, 3), (2, 2, 3)))),
+    "MQA over the latent": lambda a: la.check_latent_as_mqa(
+        lambda *args: a, *(_rng.normal(size=shape) for shape in ((1, 2, 3, 3), (1, 2, 3, 2), (1, 3, 2), (1, 3, 2),
+                                                                 (2, 2, 3)))),
     "online sum": lambda a: ea.check_online_sum(a, np.array([1.0, 3.0, 0.0]), 2),
     "tiled output": lambda a: ea.check_tiled_output(a, _q, _k, _v, 2),
     "block": lambda a: hw.check_block_function(lambda x, block: a),
@@ -302,7 +307,8 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
 }
 # None from a function: "returned None"
-FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score", "head contribution", "sequence-first merge")
+FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score", "head contribution", "sequence-first merge",
+                   "scores against the latent", "MQA over the latent")
 
 
 @pytest.mark.parametrize("label", sorted(CHECKERS))

@@ -110,7 +110,7 @@ def test_tile_bytes_right_and_blank() -> None:
         (2 * 4096 * 256 * 4, "one head only"),
         (32 * 4096 * 256 * 4, "one sequence only"),
         (2 * 32 * 256 * 256 * 4, "(block, block) tile"),
-        (2 * 32 * 4096 * 256 * 8, "uses 8 bytes per score"),
+        (2 * 32 * 4096 * 256 * 8, "twice the tile"),
         (256, "in MiB"),
         (12345, "is not it"),
     ],

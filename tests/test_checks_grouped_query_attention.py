@@ -172,7 +172,8 @@ def test_kv_head_mapping() -> None:
     assert "divided by h_kv=2" in not_yet(swapped, np.arange(8) // 4)
     assert "from 1" in not_yet(check_kv_head_mapping(right + 1, heads=6, kv_heads=2), right)
     assert "expected 6 integers" in not_yet(check_kv_head_mapping([0, 1], heads=6, kv_heads=2), right)
-    assert "is not right" in not_yet(check_kv_head_mapping([1, 1, 0, 0], heads=4, kv_heads=2), [0, 0, 1, 1])
+    assert "order is reversed" in not_yet(check_kv_head_mapping([1, 1, 0, 0], heads=4, kv_heads=2), [0, 0, 1, 1])
+    assert "is not right" in not_yet(check_kv_head_mapping([1, 0, 0, 1], heads=4, kv_heads=2), [0, 0, 1, 1])
 
 
 def mapping_right(heads: int, kv_heads: int) -> Any:
@@ -209,7 +210,11 @@ def test_kv_head_function() -> None:
     assert "these are floats" in floats
 
     only_8_2 = not_yet(check_kv_head_function(lambda h, h_kv: [0, 0, 0, 0, 1, 1, 1, 1]), mapping_right(6, 3))
-    assert only_8_2.startswith("for h=6, h_kv=3: expected 6 integers")
+    assert only_8_2.startswith("for h=6, h_kv=3: [0, 0, 0, 0, 1, 1, 1, 1] is the right answer for h=8, g=4")
+    g_written_in = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) // 4), mapping_right(6, 3))
+    assert "g=4 is written into your function" in g_written_in and "compute g from heads and kv_heads" in g_written_in
+    raised = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h).reshape(3, -1)[0]), right)
+    assert raised.startswith("for h=8, h_kv=2: ") and "take every size from the function's arguments" in raised
     assert "returned None" in not_yet(check_kv_head_function(lambda h, h_kv: print(end="")), right)
     assert "raised ZeroDivisionError" in not_yet(check_kv_head_function(lambda h, h_kv: h // 0), right)
     assert "integers" in not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / 4), right)

@@ -14,8 +14,10 @@ from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.inspecting_heads import (
+    check_argmax_shares,
     check_head_columns,
     check_head_count,
+    check_head_parts,
     check_score_multiplies,
     check_strongest_source,
     check_weight_entries,
@@ -335,3 +337,69 @@ def test_strongest_source_runs_on_a_copy() -> None:
 def test_strongest_source_never_raises(answer: Any) -> None:
     verdict = check_strongest_source(answer)
     assert isinstance(verdict, Verdict) and not verdict.ok and verdict.question == "strongest source"
+
+
+# ---- head parts and argmax shares (issue 28: the lesson's two body exercises) ----------------------
+def right_parts(head_out: Any, wo: Any) -> Any:
+    return head_out @ wo.reshape(head_out.shape[1], head_out.shape[3], -1)[None]
+
+
+def right_shares(weights: Any, marker: Any) -> Any:
+    peak = weights.argmax(axis=-1)
+    later = np.arange(1, weights.shape[2])
+    return np.array([
+        (peak[..., later] == later - 1).mean(axis=(0, 2)),
+        (peak[..., later - 1] == later).mean(axis=(0, 2)),
+        (peak == marker[:, None, None]).mean(axis=(0, 2)),
+    ])
+
+
+def test_head_parts_and_shares_blank() -> None:
+    def blank_parts(head_out: Any, wo: Any) -> Any:
+        """head_out (B, h, T, d_h), wo (D, D) -> (B, h, T, D)."""
+        ...
+
+    def blank_shares(weights: Any, marker: Any) -> Any:
+        ...
+
+    assert_unanswered(check_head_parts(blank_parts), "head parts", "reshape", "einsum")
+    assert_unanswered(check_argmax_shares(blank_shares), "argmax shares", "argmax(")
+
+
+def test_head_parts_and_shares_right_and_on_copies() -> None:
+    assert check_head_parts(right_parts).ok and check_argmax_shares(right_shares).ok
+
+    def spoils_parts(head_out: Any, wo: Any) -> Any:
+        answer = right_parts(head_out, wo)
+        head_out[...], wo[...] = 0.0, 0.0
+        return answer
+
+    def spoils_shares(weights: Any, marker: Any) -> Any:
+        answer = right_shares(weights, marker)
+        weights[...] = 0.0
+        return answer
+
+    assert check_head_parts(spoils_parts).ok and check_argmax_shares(spoils_shares).ok
+    assert check_head_parts(right_parts).ok and check_argmax_shares(right_shares).ok
+
+
+def test_the_share_problems_tell_every_mistake_apart() -> None:
+    """The checker's own maps make each relationship win some rows and lose others, in every head."""
+    from lessons_lib.checks.inspecting_heads import _SHARE_PROBLEMS, _share_problem
+
+    for B_, h_, T_, seed in _SHARE_PROBLEMS:
+        weights, marker = _share_problem(B_, h_, T_, seed)
+        shares = right_shares(weights, marker)
+        assert shares.shape == (3, h_) and np.all(shares < 1)
+        assert len({round(float(v), 6) for v in shares.ravel()}) > 2 * h_
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [3, "x", [], object(), lambda: 1, lambda a, b: object(), lambda a, b: {"a": 1}, lambda a, b: 1 / 0],
+    ids=["int", "str", "empty list", "object", "no arguments", "returns object", "returns dict", "raises"],
+)
+def test_head_parts_and_shares_never_raise(answer: Any) -> None:
+    for check, question in ((check_head_parts, "head parts"), (check_argmax_shares, "argmax shares")):
+        verdict = check(answer)
+        assert isinstance(verdict, Verdict) and not verdict.ok and verdict.question == question

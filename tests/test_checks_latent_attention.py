@@ -16,8 +16,10 @@ from lessons_lib.checks.latent_attention import (
     check_absorbed_query_weight,
     check_absorbed_score_cost,
     check_equivalent_kv_heads,
+    check_latent_as_mqa,
     check_latent_scores,
     check_mla_cache_elements,
+    check_query_latent_scores,
     check_rebuilt_keys,
 )
 
@@ -354,3 +356,55 @@ def test_absorbed_query_section_1_lookalikes() -> None:
     for w_q, w_uk, phrase in cases:
         answer = np.einsum("hdn,hcn->hdc", w_q, w_uk)
         assert_not_yet(check_absorbed_query_weight(answer, W_Q, W_UK, W_UV, **lookalikes), phrase)
+
+
+# ----- scores against the latent, re-associated at run time (Your turn 2) -------------------------
+def test_query_latent_scores_right_and_keys_refused() -> None:
+    def run_time(q: Any, latent: Any, w_uk: Any) -> Any:
+        return np.einsum("bhtn,hcn->bhtc", q, w_uk) @ np.swapaxes(latent, -1, -2)[:, None]
+
+    def explicit(q: Any, latent: Any, w_uk: Any) -> Any:  # right numbers through the keys
+        keys = np.stack([latent @ w_uk[i] for i in range(w_uk.shape[0])], axis=1)
+        return q @ np.swapaxes(keys, -1, -2)
+
+    assert check_query_latent_scores(run_time, X, W_DKV, W_Q, W_UK).ok
+    assert_not_yet(check_query_latent_scores(explicit, X, W_DKV, W_Q, W_UK), "builds the keys")
+
+
+def test_query_latent_scores_blank_and_odd_functions() -> None:
+    def blank(q: Any, latent: Any, w_uk: Any) -> Any:
+        ...
+
+    assert_blank(check_query_latent_scores(blank, X, W_DKV, W_Q, W_UK), "raw scores (B, h, T, S)")
+    for odd in ODD_INPUTS:
+        verdict = check_query_latent_scores(lambda q, latent, w, odd=odd: odd, X, W_DKV, W_Q, W_UK)
+        assert not verdict.ok
+    assert_not_yet(check_query_latent_scores(lambda q, latent, w: 1 / 0, X, W_DKV, W_Q, W_UK), "ZeroDivisionError")
+
+
+# ----- absorbed decoding as multi-query attention (Your turn 3) -----------------------------------
+MQA_ARGS = (rng.standard_normal((B, H, T, D_NOPE)), rng.standard_normal((B, H, T, 2)), LATENT,
+            rng.standard_normal((B, T, 2)), W_UK)
+
+
+def test_latent_as_mqa_right_in_either_order() -> None:
+    def latent_first(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> Any:
+        queries = np.concatenate([np.einsum("bhtn,hcn->bhtc", q, w_uk), q_rope], axis=-1)
+        return queries, np.concatenate([latent, rope_key], axis=-1)[:, None], latent[:, None]
+
+    def rotary_first(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> Any:
+        queries = np.concatenate([q_rope, np.einsum("bhtn,hcn->bhtc", q, w_uk)], axis=-1)
+        return queries, np.concatenate([rope_key, latent], axis=-1)[:, None], latent[:, None]
+
+    assert check_latent_as_mqa(latent_first, *MQA_ARGS).ok
+    assert check_latent_as_mqa(rotary_first, *MQA_ARGS).ok
+
+
+def test_latent_as_mqa_blank_and_odd_results() -> None:
+    def blank(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> Any:
+        ...
+
+    assert_blank(check_latent_as_mqa(blank, *MQA_ARGS), "(queries, key, value)")
+    for odd in [*ODD_INPUTS, (1, 2, 3), (np.zeros(3),) * 3]:
+        verdict = check_latent_as_mqa(lambda *args, odd=odd: odd, *MQA_ARGS)
+        assert not verdict.ok and verdict.answered

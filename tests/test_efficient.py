@@ -7,9 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lessons_lib.efficient import online_softmax, online_softmax_trace, tiled_attention, tiled_attention_trace
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
+
+Floats = NDArray[np.float64]
+Mask = NDArray[np.bool_]
 
 
 def test_online_softmax_equals_softmax() -> None:
@@ -184,3 +188,87 @@ def test_trace_rejects_bad_input() -> None:
         tiled_attention_trace(q, k, v, query_block_size=0)
     with pytest.raises(TypeError, match="row must be an int"):
         tiled_attention_trace(q, k, v, row=1.0)  # type: ignore[arg-type]
+
+
+# ----- the backward pass -----------------------------------------------------------------------------
+def _autograd(q: Floats, k: Floats, v: Floats, grad: Floats, allowed: Mask | None) -> list[Floats]:
+    """dq, dk, dv of PyTorch's autograd through scaled_dot_product_attention."""
+    import torch
+    import torch.nn.functional as F
+
+    q_t, k_t, v_t = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+    mask = None if allowed is None else torch.from_numpy(allowed)
+    out = F.scaled_dot_product_attention(q_t, k_t, v_t, attn_mask=mask)
+    torch.autograd.backward(out, torch.from_numpy(grad))
+    grads = [t.grad for t in (q_t, k_t, v_t)]
+    return [g.numpy() for g in grads if g is not None]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_both_backward_passes_equal_autograd(causal: bool) -> None:
+    from lessons_lib.efficient import attention_backward, tiled_attention_backward, tiled_attention_forward
+
+    rng = np.random.default_rng(11 + causal)
+    for lead, T, S, d, d_v, block, q_block in (((2, 3), 7, 10, 4, 5, 3, 2), ((1,), 5, 5, 3, 2, 2, 4),
+                                               ((), 9, 13, 6, 3, 4, 5), ((2,), 1, 6, 2, 2, 5, 1)):
+        q, k = rng.standard_normal((*lead, T, d)) * 2, rng.standard_normal((*lead, S, d)) * 2
+        v, grad = rng.standard_normal((*lead, S, d_v)), rng.standard_normal((*lead, T, d_v))
+        allowed = causal_mask(T, S) if causal else None
+        expected = _autograd(q, k, v, grad, allowed)
+        out, weights = attention(q, k, v, allowed)
+        stored = attention_backward(q, k, v, weights, out, grad)
+        tiled_out, lse = tiled_attention_forward(q, k, v, allowed, block_size=block)
+        assert np.abs(tiled_out - out).max() <= 1e-12
+        recomputed = tiled_attention_backward(q, k, v, tiled_out, lse, grad, allowed, block_size=block,
+                                              query_block_size=q_block)
+        for ours, theirs, again in zip(stored, expected, recomputed, strict=True):
+            assert ours.shape == theirs.shape == again.shape
+            assert np.abs(ours - theirs).max() <= 1e-12
+            assert np.abs(again - theirs).max() <= 1e-12
+
+
+def test_logsumexp_rebuilds_the_weights() -> None:
+    from lessons_lib.efficient import tiled_attention_forward
+
+    rng = np.random.default_rng(5)
+    q, k, v = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 8, 3)), rng.standard_normal((2, 8, 2))
+    _, lse = tiled_attention_forward(q, k, v, causal_mask(6, 8), block_size=3)
+    _, weights = attention(q, k, v, causal_mask(6, 8))
+    scores = np.where(causal_mask(6, 8), q @ np.swapaxes(k, -1, -2) / np.sqrt(3), -np.inf)
+    assert np.allclose(np.exp(scores - lse[..., None]), weights, atol=1e-14)
+
+
+def test_recomputing_backward_keeps_no_score_matrix() -> None:
+    """At T = S = 512 the recomputing backward holds far less than one (T, S) float64 array at once."""
+    from lessons_lib.efficient import tiled_attention_backward, tiled_attention_forward
+
+    rng = np.random.default_rng(3)
+    q, k, v, grad = (rng.standard_normal((512, 8)) for _ in range(4))
+    out, lse = tiled_attention_forward(q, k, v, block_size=32)
+    tracemalloc.start()
+    tiled_attention_backward(q, k, v, out, lse, grad, block_size=32, query_block_size=32)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 512 * 512 * 8 / 4
+
+
+def test_backward_bad_inputs() -> None:
+    from lessons_lib.efficient import attention_backward, tiled_attention_backward, tiled_attention_forward
+
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 2))
+    grad = rng.standard_normal((2, 4, 2))
+    out, weights = attention(q, k, v)
+    _, lse = tiled_attention_forward(q, k, v)
+    with pytest.raises(ValueError, match="grad_out must have the shape of the output"):
+        attention_backward(q, k, v, weights, out, grad[..., :1])
+    with pytest.raises(ValueError, match="weights must have shape"):
+        attention_backward(q, k, v, weights[..., :4], out, grad)
+    with pytest.raises(ValueError, match="same leading"):
+        attention_backward(q[:1], k, v, weights, out, grad)
+    with pytest.raises(ValueError, match="logsumexp must hold one number per query"):
+        tiled_attention_backward(q, k, v, out, lse[..., :3], grad)
+    with pytest.raises(ValueError, match="block_size must be a positive"):
+        tiled_attention_backward(q, k, v, out, lse, grad, block_size=0)
+    with pytest.raises(TypeError, match="grad_out must be an array"):
+        tiled_attention_backward(q, k, v, out, lse, list(grad))  # type: ignore[arg-type]

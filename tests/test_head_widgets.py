@@ -123,8 +123,17 @@ def test_head_explorer_follows_its_controls(model: ToyHeads) -> None:
 
     explorer.controls["average"].value = True
     assert np.allclose(explorer.data["map"], weights[3].mean(axis=0))
-    assert explorer.data["head"] == 2 and explorer.data["columns"] == (8, 12)  # columns: still the chosen head
+    # The average is no head's map: no head's columns beside it (issue 28), blank panels that say so.
+    assert explorer.data["head"] == 2 and explorer.data["columns"] is None
+    assert all(explorer.data[name] is None for name in ("wq", "wk", "wv"))
+    assert explorer.controls["head"].disabled  # no head is shown: the head control has nothing to change
+    assert [ax.get_title() for ax in explorer._axes[1:]] == ["wq: no head", "wk: no head", "wv: no head"]
+    # A blank panel: every entry NaN (matplotlib masks them), none drawn.
+    assert all(np.isnan(np.asarray(image.get_array(), dtype=float)).all() for image in explorer._columns)
+    explorer._pictures.clear()  # draw it now: a kept picture would leave the figure as it was
     explorer.controls["average"].value = False
+    assert explorer.data["columns"] == (8, 12) and explorer._axes[1].get_title() == "wq[:, 8:12]"
+    assert not explorer.controls["head"].disabled
     assert np.allclose(explorer.data["map"], weights[3, 2])
     assert repr(explorer) == "HeadExplorer(head=2, sequence=3, average=False)"
 
@@ -160,6 +169,36 @@ def test_reslicer_cuts_the_same_matrix(model: ToyHeads) -> None:
     assert not np.allclose(reslicer.data["maps"][:4], weights[2])  # other cut, other heads
 
 
+def test_reslicer_labels_every_map_it_draws(model: ToyHeads) -> None:
+    """Issue 28: at h = 8 and 16 the maps lost their token labels (and at 16 their names). Now at most
+    four maps are drawn at once, chosen with "heads shown", each with its tokens and its name."""
+    reslicer = HeadReslicer(model)
+    shown = reslicer.controls["shown"]
+    assert [value for _, value in shown.options] == [0] and shown.disabled  # h = 4: every map fits
+    for h, pages in ((8, [0, 4]), (16, [0, 4, 8, 12]), (2, [0]), (1, [0])):
+        reslicer.controls["heads"].value = h
+        assert [value for _, value in shown.options] == pages and shown.value == 0
+        assert shown.disabled == (len(pages) == 1)
+        for first in pages:
+            reslicer._pictures.clear()  # draw it now: a kept picture would leave the figure as it was
+            shown.value = first
+            reslicer.figure.canvas.draw()
+            d = reslicer.data
+            visible = list(range(first, min(first + 4, h)))
+            assert d["visible"] == visible and d["maps"].shape == (h, 8, 8)
+            assert tick_texts(reslicer._maps_ax) == list(d["labels"]) * len(visible), (h, first)
+            assert [t.get_text() for t in reslicer._maps_ax.get_yticklabels()] == list(d["labels"])
+            names = [t.get_text() for t in reslicer._maps_ax.texts]
+            assert names == ([f"head {i}" for i in visible] if h > 1 else []), (h, first)
+    reslicer.controls["heads"].value = 16
+    shown.value = 12
+    assert reslicer.data["title"].endswith("maps of heads 12-15 of 0-15")
+    reslicer.controls["heads"].value = 4  # a new h starts from its first heads
+    assert shown.value == 0 and reslicer.data["visible"] == [0, 1, 2, 3]
+    longest = max(len("heads 12-15"), *(len(name) for name, _ in shown.options))
+    assert float(shown.layout.width.removesuffix("em")) >= 0.55 * (longest + len(shown.description))
+
+
 def test_split_explorer_shows_where_features_go() -> None:
     explorer = SplitExplorer(length=4, width=8, heads=2)
     assert explorer.data["features"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -170,6 +209,12 @@ def test_split_explorer_shows_where_features_go() -> None:
     assert np.array_equal(explorer.data["layout"], split_layout(4, 8, 2, "wrong"))
     explorer.controls["heads"].value = 4
     assert explorer.data["tokens"] == [[0], [1], [2], [3]]
+    assert explorer.data["legend"].splitlines()[0] == "head 0: token 0, features 0-7"
+    explorer.controls["heads"].value = 8  # more heads than tokens: half a token each (issue 28)
+    assert explorer.data["tokens"][:2] == [[0], [0]]
+    legend = explorer.data["legend"].splitlines()
+    assert legend[:2] == ["head 0: token 0, features 0-3", "head 1: token 0, features 4-7"]
+    explorer.controls["heads"].value = 4
     explorer.controls["split"].value = "correct"
     assert explorer.data["features"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert explorer.data["layout"].shape == (4, 8)
@@ -277,4 +322,4 @@ def test_reslicer_maps_are_readable_for_few_heads(model: ToyHeads) -> None:
     reslicer.controls["heads"].value = 1
     assert reslicer.data["title"].endswith("the one head's map") and "0..0" not in reslicer.data["title"]
     reslicer.controls["heads"].value = 16
-    assert reslicer.data["title"].endswith("maps of heads 0-15")
+    assert reslicer.data["title"].endswith("maps of heads 0-3 of 0-15")

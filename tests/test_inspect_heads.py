@@ -14,9 +14,13 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
+from numpy.typing import NDArray
 
 from lessons_lib.inspect_heads import (
     EVAL_SEED,
+    RELATIONSHIPS,
+    ToyHeads,
+    argmax_shares,
     attention_cost,
     average_over_heads,
     column_blocks,
@@ -26,12 +30,14 @@ from lessons_lib.inspect_heads import (
     head_columns,
     head_maps,
     head_options,
+    head_parts,
     head_roles,
     load_head_count_comparison,
     load_toy_heads,
     predict,
     run_layer,
     split_layout,
+    target_accuracy,
     tokens_per_head,
     weight_entries,
 )
@@ -369,3 +375,80 @@ def test_comparison_plot_shows_the_numbers() -> None:
     with pytest.raises(ValueError, match="3 axes"):
         plot_head_count_comparison(shipped.accuracy[0], (1, 4), 16, shipped.targets)
     plt.close("all")
+
+
+# ----- issue 28: each head's part of the output, where rows peak, knocking a head out ----------------
+def _heads_out(model: ToyHeads, tokens: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The trained layer's per-head outputs ``(B, h, T, d_h)``, before ``W_o``."""
+    from lessons_lib import mha_numpy
+
+    layer, h = model.layer, model.layer.heads
+    x = embed(model, tokens)
+    q, k, v = (mha_numpy.split_heads(x @ w, h) for w in (layer.wq, layer.wk, layer.wv))
+    out, _ = mha_numpy.attention(q, k, v)
+    return np.asarray(out, dtype=np.float64)
+
+
+def test_head_parts_add_up_to_pytorchs_output_projection() -> None:
+    """The parts summed over the heads equal PyTorch's ``out_proj`` applied to the concatenated heads,
+    and each part equals the output projection of that head alone (the other heads zeroed)."""
+    torch = pytest.importorskip("torch")
+    model = load_toy_heads()
+    tokens, _ = make_batch(8, model.config, seed=3)
+    heads_out = _heads_out(model, tokens)
+    parts = head_parts(heads_out, model.layer.wo)
+    B, h, T, d_h = heads_out.shape
+    assert parts.shape == (B, h, T, h * d_h)
+    out_proj = torch.nn.Linear(h * d_h, h * d_h, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        out_proj.weight.copy_(torch.from_numpy(model.layer.wo.T))  # (in, out) -> nn.Linear's (out, in)
+    merged = torch.from_numpy(heads_out).transpose(1, 2).reshape(B, T, h * d_h)
+    with torch.no_grad():
+        assert np.allclose(parts.sum(axis=1), out_proj(merged).numpy())
+        for i in range(h):
+            alone = torch.zeros_like(torch.from_numpy(heads_out))
+            alone[:, i] = torch.from_numpy(heads_out[:, i])
+            assert np.allclose(parts[:, i], out_proj(alone.transpose(1, 2).reshape(B, T, h * d_h)).numpy())
+    assert np.allclose(parts.sum(axis=1), run_layer(model, tokens)[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3), st.integers(0, 2**16))
+def test_head_parts_match_a_loop_over_heads(B: int, h: int, T: int, d_h: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    heads_out, wo = rng.normal(size=(B, h, T, d_h)), rng.normal(size=(h * d_h, 7))
+    loop = np.stack([heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h)], axis=1)
+    assert np.allclose(head_parts(heads_out, wo), loop)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(2, 6), st.integers(0, 2**16))
+def test_argmax_shares_match_a_loop(B: int, h: int, T: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.ones(T), size=(B, h, T))
+    marker = rng.integers(0, T, size=B)
+    shares = argmax_shares(weights, marker)
+    assert shares.shape == (3, h) and RELATIONSHIPS == ("previous", "next", "marker")
+    for i in range(h):
+        peaks = [(b, t, int(weights[b, i, t].argmax())) for b in range(B) for t in range(T)]
+        assert shares[0, i] == pytest.approx(np.mean([p == t - 1 for b, t, p in peaks if t >= 1]))
+        assert shares[1, i] == pytest.approx(np.mean([p == t + 1 for b, t, p in peaks if t <= T - 2]))
+        assert shares[2, i] == pytest.approx(np.mean([p == marker[b] for b, t, p in peaks]))
+
+
+def test_what_lesson_05_says_about_peaks_and_knock_outs() -> None:
+    """Section 3: by the peak, head 3 is a "next" head (0.65 of its rows), by the mean weight it is mixed;
+    knocking out head 0 or 2 loses the previous or next symbol, knocking out head 3 only some markers."""
+    model = load_toy_heads()
+    tokens, marker = make_batch(256, model.config, seed=EVAL_SEED)
+    output, weights = run_layer(model, tokens)
+    shares = argmax_shares(weights, marker)
+    assert head_roles(dict(zip(RELATIONSHIPS, shares, strict=True))) == ["previous", "marker", "next", "next"]
+    assert head_roles(head_behaviour(weights, marker)) == ["previous", "marker", "next", "mixed"]
+    assert shares[1, 3] == pytest.approx(0.65, abs=0.005)
+    parts = head_parts(_heads_out(model, tokens), model.layer.wo)
+    assert np.array_equal(target_accuracy(model, output, tokens, marker), [1.0, 1.0, 1.0])
+    assert np.array_equal(target_accuracy(model, output, tokens, marker), (predict(model, tokens) == targets(
+        tokens, marker, model.config.symbols))[:, 1:-1].mean(axis=(0, 1)))
+    without = np.array([target_accuracy(model, output - parts[:, i], tokens, marker) for i in range(4)])
+    assert without.round(3).tolist() == [[0.283, 1, 1], [1, 1, 0.271], [1, 0.19, 1], [1, 1, 0.882]]

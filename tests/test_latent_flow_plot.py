@@ -15,7 +15,7 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Annotation, Text
 
 from lessons_lib.mla import LatentAttention
-from lessons_lib.plotting.latent_flow import ABSORBED_COLOUR, SIZE_KEYS, flow_labels, plot_latent_flow
+from lessons_lib.plotting.latent_flow import ABSORBED_COLOUR, BOXES, SIZE_KEYS, flow_labels, plot_latent_flow
 
 X = "\u00d7"  # the multiplication sign the labels use
 DEEPSEEK_V2 = {"D": 5120, "h": 128, "d_c": 512, "d_nope": 128, "d_rope": 64, "d_v": 128}
@@ -50,11 +50,11 @@ def test_deepseek_sizes_and_left_out_parts() -> None:
     texts = box_texts(fig)
     assert "over d_nope + d_rope = 192" in texts["scores"] and "over d_c + d_rope = 576" in texts["scores"]
     assert "d_c' = 1536" in texts["query_latent"] and "q_a_layernorm" in texts["query_latent"]
-    assert "kv_a_layernorm" in texts["kv_norm"]
+    assert "RMSNorm(c)" in texts["kv_norm"] and "kv_a_layernorm" in texts["kv_norm"]
     for name in ("query_latent", "kv_norm"):
         assert "not in this lesson's layer" in texts[name]
     arrow_labels = [t.get_text() for t in fig.axes[0].texts if not t.get_gid()]
-    assert f"W_dkv\n5120 {X} 512" in arrow_labels and f"W_kr (5120 {X} 64)" in arrow_labels
+    assert f"W_dkv (5120 {X} 512)" in arrow_labels and f"W_kr (5120 {X} 64)" in arrow_labels
     # DeepSeek-V2's queries come from the query latent c^Q, not from x
     assert texts["q"].startswith("q_i = c^Q W_uq[i]") and "RoPE(c^Q W_qr[i])" in texts["q_rope"]
     assert "W_uq[i]" in arrow_labels and "W_q[i]" not in arrow_labels
@@ -76,21 +76,37 @@ def test_absorbed_route_has_a_value_side() -> None:
     plt.close(fig)
 
 
-def test_cached_boxes_thick_left_out_boxes_dashed() -> None:
-    fig = plot_latent_flow(DEEPSEEK_V2)
+@pytest.mark.parametrize(("query_latent_width", "count", "left_out"), [(None, 11, 1), (1536, 12, 2)])
+def test_cached_boxes_thick_left_out_boxes_dashed(query_latent_width: int | None, count: int, left_out: int) -> None:
+    fig = plot_latent_flow(DEEPSEEK_V2, query_latent_width=query_latent_width)
     boxes = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)]
-    assert len(boxes) == len(flow_labels(DEEPSEEK_V2)) == 12
+    assert len(boxes) == len(flow_labels(DEEPSEEK_V2, query_latent_width)) == count
     dashed = [b for b in boxes if b.get_linestyle() not in ("-", "solid")]
     thick = [b for b in boxes if b.get_linewidth() > 2]
-    assert len(dashed) == 2 and len(thick) == 2
+    assert len(dashed) == left_out and len(thick) == 2
     legend = fig.axes[0].get_legend()
     assert legend is not None and len(legend.get_texts()) == 4
     plt.close(fig)
 
 
 def test_query_latent_is_optional() -> None:
-    assert "(d_c')" in flow_labels(DEEPSEEK_V2)["query_latent"]
-    assert "1536" not in flow_labels(DEEPSEEK_V2)["query_latent"]
+    assert "query_latent" not in flow_labels(DEEPSEEK_V2)  # the lesson's layer: queries straight from x
+    assert "(d_c' = 1536)" in flow_labels(DEEPSEEK_V2, query_latent_width=1536)["query_latent"]
+
+
+def test_rmsnorm_sits_after_the_latent_before_the_up_projections() -> None:
+    """DeepSeek-V2 normalises the latent c after W_dkv, before W_uk / W_uv (kv_b_proj(kv_a_layernorm(c)))."""
+    ys = {name: box[1] for name, box in BOXES.items()}  # the data flows down the canvas
+    assert ys["x"] > ys["latent"] > ys["kv_norm"] > ys["k"] == ys["v"]
+    fig = plot_latent_flow(DEEPSEEK_V2)
+    arrows = [a for a in fig.axes[0].texts if isinstance(a, Annotation) and a.arrow_patch is not None]
+    starts = [tuple(a.xyann) for a in arrows]
+    x, y, w, h = BOXES["kv_norm"]
+    on_edge = [p for p in starts if x - w / 2 - 1e-9 <= p[0] <= x + w / 2 + 1e-9
+               and y - h / 2 - 1e-9 <= p[1] <= y + h / 2 + 1e-9]
+    from_norm = [p for p in on_edge if abs(p[1] - (y - h / 2)) < 1e-9 or abs(p[0] - (x - w / 2)) < 1e-9]
+    assert len(from_norm) == 4  # W_uk, W_uv, and both absorbed arrows leave the norm box
+    plt.close(fig)
 
 
 def test_bad_sizes_rejected() -> None:

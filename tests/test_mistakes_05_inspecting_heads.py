@@ -1,9 +1,10 @@
 """Typical mistakes in lesson 05 (Inspecting heads) and the diagnosis each must get.
 
-The Quick check's inputs are those of the notebook: ``D = 768, d_h = 64`` (Your turn 1), the trained
-toy layer's ``wq`` with ``h = 4`` (Your turn 2), a cross-attention layer with ``B = 3``, ``h = 6``,
-``T = 20``, ``S = 30``, ``D = 384`` (Your turns 3 and 4), and the checker's own weights for Your turn 5.
-Issue 19's rule that an int question refuses a float, naming the type, is a row of its own.
+The exercises: every head's part of the output, ``all_head_parts(head_out, wo)`` (Your turn 1), the
+share of rows peaking on each relationship, ``peak_shares(weights, marker)`` (Your turn 2), both run
+by their checkers on problems of their own; ``D = 1280, d_h = 64`` (Your turn 3); a cross-attention
+layer with ``B = 3``, ``h = 6``, ``T = 20``, ``S = 30``, ``D = 384`` (Your turns 4 and 5). Issue 19's
+rule that an int question refuses a float, naming the type, is a row of its own.
 """
 
 from __future__ import annotations
@@ -14,21 +15,17 @@ import numpy as np
 import pytest
 import torch
 from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
+from numpy.typing import NDArray
 
-from lessons_lib import inspect_heads
+from lessons_lib import inspect_heads, mha_numpy
 from lessons_lib.checks import inspecting_heads as checks
 
-WQ = inspect_heads.load_toy_heads().layer.wq  # (16, 16), (in, out)
-HEADS, D_H = 4, 4
 B, H, T, S, D = 3, 6, 20, 30, 384
+Array = NDArray[np.float64]
 
 
 def head_count(answer: Any) -> Any:
-    return lambda: checks.check_head_count(answer, D=768, d_h=64)
-
-
-def columns(answer: Any) -> Any:
-    return lambda: checks.check_head_columns(answer, WQ, head=2, heads=HEADS)
+    return lambda: checks.check_head_count(answer, D=1280, d_h=64)
 
 
 def entries(answer: Any) -> Any:
@@ -39,121 +36,261 @@ def multiplies(answer: Any) -> Any:
     return lambda: checks.check_score_multiplies(answer, B=B, T=T, S=S, D=D, h=H)
 
 
-def strongest(function: Any) -> Any:
-    return lambda: checks.check_strongest_source(function)
+def parts(function: Any) -> Any:
+    return lambda: checks.check_head_parts(function)
+
+
+def shares(function: Any) -> Any:
+    return lambda: checks.check_argmax_shares(function)
+
+
+# ----- Your turn 1: learner versions of all_head_parts -------------------------------------------------
+def _parts(head_out: Array, wo: Array) -> Array:
+    d_h = head_out.shape[3]
+    return np.stack([head_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(head_out.shape[1])], axis=1)
+
+
+def _merged(head_out: Array) -> Array:
+    B_, h, T_, d_h = head_out.shape
+    return head_out.transpose(0, 2, 1, 3).reshape(B_, T_, h * d_h)
+
+
+# ----- Your turn 2: learner versions of peak_shares --------------------------------------------------
+def _peaks(
+    weights: Array, marker: Any, axis: int = -1, swap: bool = False, all_queries: bool = False, length: int = 0
+) -> Array:
+    n, _, T_, _ = weights.shape
+    T_ = length or T_
+    best = weights.argmax(axis=axis)
+    t = np.arange(T_)
+    count = n * (T_ if all_queries else T_ - 1)
+    back = (best[:, :, 1:] == t[1:] - 1).sum(axis=(0, 2)) / count
+    ahead = (best[:, :, :-1] == t[:-1] + 1).sum(axis=(0, 2)) / count
+    marked = (best == np.asarray(marker)[:, None, None]).mean(axis=(0, 2))
+    return np.stack([ahead, back, marked] if swap else [back, ahead, marked])
 
 
 MISTAKES: list[Mistake] = [
-    # ----- Your turn 1: how many heads -------------------------------------------------------------
+    # ----- Your turn 1: every head's part of the output ----------------------------------------------
     Mistake(
-        "05 YT1 head count", "768 / 64, a float", head_count(768 / 64), "is a float, and the question asks for an int"
+        "05 YT1 head parts", "the parts summed", parts(lambda o, wo: _parts(o, wo).sum(axis=1)), "you summed the parts"
     ),
-    Mistake("05 YT1 head count", "D * d_h", head_count(768 * 64), "you multiplied D by d_h"),
-    Mistake("05 YT1 head count", "d_h itself", head_count(64), "is the head width d_h itself"),
-    Mistake("05 YT1 head count", "a head count that does not divide D", head_count(10), "does not divide D"),
-    Mistake("05 YT1 head count", "another divisor (8 heads)", head_count(8), "each head would be d_h = 96 wide"),
-    # ----- Your turn 2: head 2's columns of wq -----------------------------------------------------
-    Mistake("05 YT2 head columns", "rows instead of columns", columns(WQ[2 * D_H : 3 * D_H, :]), "those are rows"),
-    Mistake("05 YT2 head columns", "the block transposed", columns(WQ[:, 2 * D_H : 3 * D_H].T), "transposed"),
-    Mistake("05 YT2 head columns", "every h-th column", columns(WQ[:, 2::HEADS]), "every h-th column"),
     Mistake(
-        "05 YT2 head columns",
-        "head 1's block (counted from 1)",
-        columns(WQ[:, D_H : 2 * D_H]),
-        "that is the block of head 1",
+        "05 YT1 head parts",
+        "wo.T cut into rows",
+        parts(lambda o, wo: o @ wo.T.reshape(o.shape[1], o.shape[3], -1)[None]),
+        "those come from wo's columns",
     ),
-    Mistake("05 YT2 head columns", "head 3's block", columns(WQ[:, 3 * D_H : 4 * D_H]), "that is the block of head 3"),
     Mistake(
-        "05 YT2 head columns", "columns 2..5 (off by d_h)", columns(WQ[:, 2:6]), "not head 2's numbers", named=False
+        "05 YT1 head parts",
+        "columns of wo (a shape error)",
+        parts(lambda o, wo: np.stack([o[:, i] @ wo[:, i * 2 : (i + 1) * 2] for i in range(o.shape[1])], 1)),
+        "d_h of wo's rows",
     ),
-    # ----- Your turn 3: weight entries of a cross-attention layer ---------------------------------
-    Mistake("05 YT3 weight entries", "heads left out", entries(B * T * S), "you left out the heads"),
-    Mistake("05 YT3 weight entries", "batch left out", entries(H * T * S), "you left out the batch"),
-    Mistake("05 YT3 weight entries", "T * T (self-attention)", entries(B * H * T * T), "you used T twice"),
-    Mistake("05 YT3 weight entries", "S * S", entries(B * H * S * S), "you used S twice"),
-    Mistake("05 YT3 weight entries", "d_h = 64 taken for h", entries(B * 64 * T * S), "as if there were 64 heads"),
-    Mistake("05 YT3 weight entries", "bytes in float32", entries(4 * B * H * T * S), "bytes in float32"),
     Mistake(
-        "05 YT3 weight entries", "a float from /", entries(B * (D / 64) * T * S), "is a float, and the question asks"
+        "05 YT1 head parts",
+        "every h-th row",
+        parts(lambda o, wo: o @ wo.reshape(o.shape[3], o.shape[1], -1).transpose(1, 0, 2)[None]),
+        "every h-th row",
     ),
-    # ----- Your turn 4: score multiplications -------------------------------------------------------
-    Mistake("05 YT4 score multiplies", "dot products D long", multiplies(B * H * T * S * D), "d_h long, not D long"),
-    Mistake("05 YT4 score multiplies", "one head only", multiplies(B * T * S * 64), "that counts one head"),
-    Mistake("05 YT4 score multiplies", "the number of scores", multiplies(B * H * T * S), "the number of scores"),
     Mistake(
-        "05 YT4 score multiplies",
+        "05 YT1 head parts", "divided by h (an average)", parts(lambda o, wo: _parts(o, wo) / len(o[0])), "divided by h"
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "heads on axis 2",
+        parts(lambda o, wo: _parts(o, wo).transpose(0, 2, 1, 3)),
+        "put the heads on axis 1",
+    ),
+    Mistake("05 YT1 head parts", "head 0 only", parts(lambda o, wo: _parts(o, wo)[:, 0]), "head 0's part only"),
+    Mistake("05 YT1 head parts", "outputs before W_o", parts(lambda o, wo: o.copy()), "before W_o"),
+    Mistake(
+        "05 YT1 head parts",
+        "h = 4, d_h = 4 hard-coded",
+        parts(lambda o, wo: o @ wo.reshape(4, 4, -1)[None]),
+        "a size is written into the function",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "a loop over range(4)",
+        parts(lambda o, wo: np.stack([o[:, i] @ wo[i * o.shape[3] : (i + 1) * o.shape[3]] for i in range(4)], 1)),
+        "a size is written into the function",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "a torch tensor returned",
+        parts(lambda o, wo: torch.from_numpy(_parts(o, wo))),
+        "must return a NumPy array, got torch tensor",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "the library's head_parts",
+        parts(lambda o, wo: inspect_heads.head_parts(o, wo)),
+        "calls the library's head_parts",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "one head's part replaced by another's",
+        parts(lambda o, wo: _parts(o, wo)[:, [1, 1, *range(2, o.shape[1])]]),
+        "the parts of heads [0] are not right",
+        named=False,
+    ),
+    # ----- Your turn 2: share of rows peaking on each relationship ------------------------------------
+    Mistake(
+        "05 YT2 peak shares",
+        "mean weights, by hand",
+        shares(
+            lambda w, m: np.stack([
+                w[:, :, np.arange(1, w.shape[2]), np.arange(w.shape[2] - 1)].mean(axis=(0, 2)),
+                w[:, :, np.arange(w.shape[2] - 1), np.arange(1, w.shape[2])].mean(axis=(0, 2)),
+                w[np.arange(w.shape[0]), :, :, m].mean(axis=(0, 2)),
+            ])
+        ),
+        "those are mean weights",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "head_behaviour called",
+        shares(lambda w, m: np.stack(list(inspect_heads.head_behaviour(w, m).values()))),
+        "calls the library's head_behaviour, which measures mean weights",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "argmax_shares called",
+        shares(lambda w, m: inspect_heads.argmax_shares(w, m)),
+        "calls the library's argmax_shares",
+    ),
+    Mistake(
+        "05 YT2 peak shares", "argmax over the queries", shares(lambda w, m: _peaks(w, m, axis=-2)), "over axis -2"
+    ),
+    Mistake("05 YT2 peak shares", "previous and next swapped", shares(lambda w, m: _peaks(w, m, swap=True)), "swapped"),
+    Mistake(
+        "05 YT2 peak shares",
+        "divided by all T queries",
+        shares(lambda w, m: _peaks(w, m, all_queries=True)),
+        "query 0 has no previous",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "T = 8 hard-coded",
+        shares(lambda w, m: _peaks(w, m, length=8)),
+        "a size is written into the function",
+    ),
+    Mistake("05 YT2 peak shares", "(h, 3) instead of (3, h)", shares(lambda w, m: _peaks(w, m).T), "transposed"),
+    Mistake(
+        "05 YT2 peak shares",
+        "counts instead of shares",
+        shares(lambda w, m: _peaks(w, m) * np.array([[len(w) * (w.shape[2] - 1)]] * 2 + [[len(w) * w.shape[2]]])),
+        "those are counts",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "heads averaged first",
+        shares(lambda w, m: _peaks(w.mean(axis=1, keepdims=True), m)[:, 0]),
+        "you averaged over the heads first",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "a dict, as head_behaviour returns",
+        shares(lambda w, m: dict(zip(inspect_heads.RELATIONSHIPS, _peaks(w, m), strict=True))),
+        "a dict, as head_behaviour returns",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "a torch tensor returned",
+        shares(lambda w, m: torch.from_numpy(_peaks(w, m))),
+        "must return a NumPy array, got torch tensor",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "the marker compared with the query positions",
+        shares(lambda w, m: np.concatenate([_peaks(w, m)[:2], _peaks(w, np.zeros_like(m))[2:]])),
+        "row 2 (marker) is not right",
+        named=False,
+    ),
+    # ----- Your turn 3: how many heads -------------------------------------------------------------
+    Mistake(
+        "05 YT3 head count", "1280 / 64, a float", head_count(1280 / 64), "is a float, and the question asks for an int"
+    ),
+    Mistake("05 YT3 head count", "D * d_h", head_count(1280 * 64), "you multiplied D by d_h"),
+    Mistake("05 YT3 head count", "d_h itself", head_count(64), "is the head width d_h itself"),
+    Mistake("05 YT3 head count", "a head count that does not divide D", head_count(12), "does not divide D"),
+    Mistake("05 YT3 head count", "another divisor (16 heads)", head_count(16), "each head would be d_h = 80 wide"),
+    # ----- Your turn 4: weight entries of a cross-attention layer ---------------------------------
+    Mistake("05 YT4 weight entries", "heads left out", entries(B * T * S), "you left out the heads"),
+    Mistake("05 YT4 weight entries", "batch left out", entries(H * T * S), "you left out the batch"),
+    Mistake("05 YT4 weight entries", "T * T (self-attention)", entries(B * H * T * T), "you used T twice"),
+    Mistake("05 YT4 weight entries", "S * S", entries(B * H * S * S), "you used S twice"),
+    Mistake("05 YT4 weight entries", "d_h = 64 taken for h", entries(B * 64 * T * S), "as if there were 64 heads"),
+    Mistake("05 YT4 weight entries", "bytes in float32", entries(4 * B * H * T * S), "bytes in float32"),
+    Mistake("05 YT4 weight entries", "T + S for both axes", entries(B * H * (T + S) ** 2), "T + S for both axes"),
+    Mistake("05 YT4 weight entries", "T + S instead of T * S", entries(B * H * (T + S)), "you added T and S"),
+    Mistake(
+        "05 YT4 weight entries", "a float from /", entries(B * (D / 64) * T * S), "is a float, and the question asks"
+    ),
+    # ----- Your turn 5: score multiplications -------------------------------------------------------
+    Mistake("05 YT5 score multiplies", "dot products D long", multiplies(B * H * T * S * D), "d_h long, not D long"),
+    Mistake("05 YT5 score multiplies", "one head only", multiplies(B * T * S * 64), "that counts one head"),
+    Mistake("05 YT5 score multiplies", "the number of scores", multiplies(B * H * T * S), "the number of scores"),
+    Mistake(
+        "05 YT5 score multiplies",
         "the value mixing counted too",
         multiplies(2 * B * H * T * S * 64),
         "also counts the value mixing",
     ),
-    Mistake("05 YT4 score multiplies", "T twice", multiplies(B * H * T * T * 64), "you used T twice"),
-    Mistake("05 YT4 score multiplies", "batch left out", multiplies(H * T * S * 64), "you left out the batch"),
-    # ----- Your turn 5: strongest source -------------------------------------------------------------
+    Mistake("05 YT5 score multiplies", "T twice", multiplies(B * H * T * T * 64), "you used T twice"),
+    Mistake("05 YT5 score multiplies", "batch left out", multiplies(H * T * S * 64), "you left out the batch"),
+    Mistake("05 YT5 score multiplies", "T + S scores per head", multiplies(B * H * (T + S) * 64), "you added T and S"),
     Mistake(
-        "05 YT5 strongest source",
-        "argmax over the query axis",
-        strongest(lambda w, i: w[:, i].argmax(axis=-2)),
-        "the maximum over axis -2",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "heads averaged first",
-        strongest(lambda w, i: w.mean(axis=1).argmax(axis=-1)),
-        "you averaged over the heads first",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "head number on the batch axis",
-        strongest(lambda w, i: w[i].argmax(axis=-1)),
-        "on axis 0, which is the batch",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "the weights, not their positions",
-        strongest(lambda w, i: w[:, i].max(axis=-1)),
-        "the largest weights themselves",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "argmax without an axis",
-        strongest(lambda w, i: w[:, i].argmax()),
-        "without an axis flattens",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "the head number hard-coded",
-        strongest(lambda w, i: w[:, 1].argmax(axis=-1)),
-        "take every size from weights itself",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "positions as floats",
-        strongest(lambda w, i: w[:, i].argmax(axis=-1).astype(np.float64)),
-        "as float64 numbers",
-    ),
-    Mistake(
-        "05 YT5 strongest source",
-        "a torch tensor returned for NumPy weights",
-        strongest(lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1)),
-        "must return a NumPy array, got torch tensor",
+        "05 YT5 score multiplies", "bytes of float32 entries", multiplies(4 * B * H * T * S), "not it", named=False
     ),
 ]
 
 RIGHT: list[RightAnswer] = [
-    RightAnswer("05 YT1 head count", "768 // 64", head_count(768 // 64)),
-    RightAnswer("05 YT1 head count", "a NumPy integer", head_count(np.int64(12))),
-    RightAnswer("05 YT2 head columns", "the column block", columns(WQ[:, 2 * D_H : 3 * D_H])),
-    RightAnswer("05 YT2 head columns", "as a torch tensor", columns(torch.from_numpy(WQ)[:, 8:12])),
-    RightAnswer("05 YT3 weight entries", "B*h*T*S", entries(3 * 6 * 20 * 30)),
-    RightAnswer("05 YT3 weight entries", "with h from //", entries(3 * (384 // 64) * 20 * 30)),
-    RightAnswer("05 YT4 score multiplies", "B*h*T*S*d_h", multiplies(3 * 6 * 20 * 30 * 64)),
-    RightAnswer("05 YT4 score multiplies", "B*T*S*D", multiplies(3 * 20 * 30 * 384)),
+    RightAnswer("05 YT1 head parts", "a loop over the heads", parts(_parts)),
     RightAnswer(
-        "05 YT5 strongest source", "argmax over the last axis", strongest(lambda w, i: w[:, i].argmax(axis=-1))
+        "05 YT1 head parts",
+        "one reshape and a broadcast product",
+        parts(lambda o, wo: o @ wo.reshape(o.shape[1], o.shape[3], -1)[None]),
     ),
     RightAnswer(
-        "05 YT5 strongest source", "as nested lists", strongest(lambda w, i: np.argmax(w, axis=-1)[:, i].tolist())
+        "05 YT1 head parts",
+        "einsum",
+        parts(lambda o, wo: np.einsum("bhtd,hdo->bhto", o, wo.reshape(o.shape[1], o.shape[3], -1))),
     ),
+    RightAnswer(
+        "05 YT1 head parts",
+        "merge with the other heads zeroed, one head at a time",
+        parts(lambda o, wo: np.stack([_merged(np.where(np.arange(o.shape[1])[:, None, None] == i, o, 0.0)) @ wo
+                                      for i in range(o.shape[1])], axis=1)),
+    ),
+    RightAnswer(
+        "05 YT1 head parts",
+        "with mha_numpy.merge_heads",
+        parts(lambda o, wo: np.stack([mha_numpy.merge_heads(o * (np.arange(o.shape[1]) == i)[:, None, None]) @ wo
+                                      for i in range(o.shape[1])], axis=1)),
+    ),
+    RightAnswer("05 YT1 head parts", "as nested lists", parts(lambda o, wo: _parts(o, wo).tolist())),
+    RightAnswer("05 YT2 peak shares", "the argmax, then comparisons", shares(_peaks)),
+    RightAnswer("05 YT2 peak shares", "as nested lists", shares(lambda w, m: _peaks(w, m).tolist())),
+    RightAnswer(
+        "05 YT2 peak shares",
+        "loops over sequences and queries",
+        shares(lambda w, m: np.array([
+            [np.mean([w[b, i, t].argmax() == t - 1 for b in range(w.shape[0]) for t in range(1, w.shape[2])])
+             for i in range(w.shape[1])],
+            [np.mean([w[b, i, t].argmax() == t + 1 for b in range(w.shape[0]) for t in range(w.shape[2] - 1)])
+             for i in range(w.shape[1])],
+            [np.mean([w[b, i, t].argmax() == m[b] for b in range(w.shape[0]) for t in range(w.shape[2])])
+             for i in range(w.shape[1])],
+        ])),
+    ),
+    RightAnswer("05 YT3 head count", "1280 // 64", head_count(1280 // 64)),
+    RightAnswer("05 YT3 head count", "a NumPy integer", head_count(np.int64(20))),
+    RightAnswer("05 YT4 weight entries", "B*h*T*S", entries(3 * 6 * 20 * 30)),
+    RightAnswer("05 YT4 weight entries", "with h from //", entries(3 * (384 // 64) * 20 * 30)),
+    RightAnswer("05 YT5 score multiplies", "B*h*T*S*d_h", multiplies(3 * 6 * 20 * 30 * 64)),
+    RightAnswer("05 YT5 score multiplies", "B*T*S*D", multiplies(3 * 20 * 30 * 384)),
 ]
 
 

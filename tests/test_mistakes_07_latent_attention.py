@@ -49,7 +49,7 @@ def cache(answer: Any) -> Verdict:
 
 def gqa(answer: Any) -> Verdict:
     return la.check_equivalent_kv_heads(answer, latent_width=D_C, rope_width=D_ROPE, head_dim=HEAD_DIM,
-                                        kv_heads=KV_HEADS, layers=LAYERS)
+                                        kv_heads=KV_HEADS, layers=LAYERS, rule_head_dim=HIDDEN // HEADS)
 
 
 def cost(answer: Any) -> Verdict:
@@ -57,7 +57,11 @@ def cost(answer: Any) -> Verdict:
                                         rope_width=D_ROPE, layers=LAYERS, model_width=HIDDEN)
 
 
-def keys(answer: Any) -> Verdict:
+def keys(answer: Any) -> Verdict:  # as Your turn 1 calls it (section 1's layer, before `layer` exists)
+    return la.check_rebuilt_keys(answer, latent, w_uk, w_uv)
+
+
+def old_keys(answer: Any) -> Verdict:  # with the lookalikes, as the checker can still be called
     return la.check_rebuilt_keys(answer, c, layer.w_uk, layer.w_uv, section_1_latent=latent, section_1_w_uk=w_uk)
 
 
@@ -78,7 +82,7 @@ def absorb(query: Any, up: Any) -> Any:
     return np.einsum("hdn,hcn->hdc", query, up)
 
 
-RIGHT_KEYS, RIGHT_ABSORBED = rebuilt(c, layer.w_uk), absorb(layer.w_q, layer.w_uk)
+RIGHT_KEYS, RIGHT_ABSORBED = rebuilt(latent, w_uk), absorb(layer.w_q, layer.w_uk)
 
 
 def right_scores(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
@@ -99,119 +103,274 @@ def rebuilds_keys_from_layer(x: Any, latent: Any, w_q_absorbed: Any) -> Any:
     return np.einsum("btd,hdn->bhtn", x, layer.w_q) @ np.swapaxes(k, -1, -2)
 
 
+# ----- Your turn 2: scores against the latent, run-time re-association ------------------------------
+def query_scores(function: Any) -> Verdict:
+    return la.check_query_latent_scores(function, x, w_dkv, w_q, w_uk)
+
+
+def run_time(q: Any, latent: Any, w_uk: Any) -> Any:
+    return np.einsum("bhtn,hcn->bhtc", q, w_uk) @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def run_time_changed(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    return lambda q, latent, w: change(run_time(q, latent, w))
+
+
+def builds_keys_einsum(q: Any, latent: Any, w_uk: Any) -> Any:
+    return q @ np.swapaxes(np.einsum("bsc,hcn->bhsn", latent, w_uk), -1, -2)
+
+
+def builds_keys_matmul(q: Any, latent: Any, w_uk: Any) -> Any:
+    return np.einsum("bhtn,bhsn->bhts", q, latent[:, None] @ w_uk)
+
+
+def w_uk_not_transposed(q: Any, latent: Any, w_uk: Any) -> Any:
+    return (q @ w_uk) @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def no_return(q: Any, latent: Any, w_uk: Any) -> None:
+    q_latent = np.einsum("bhtn,hcn->bhtc", q, w_uk)
+    q_latent @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def latent_without_heads_axis(q: Any, latent: Any, w_uk: Any) -> Any:
+    return np.einsum("bhtn,hcn->bhtc", q, w_uk) @ np.swapaxes(latent, -1, -2)
+
+
+def reads_notebook_d_c(q: Any, latent: Any, w_uk: Any) -> Any:
+    q_latent = np.einsum("bhtn,hcn->bhtc", q, w_uk).reshape(q.shape[0], h, q.shape[2], d_c)
+    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+def hard_codes_sizes(q: Any, latent: Any, w_uk: Any) -> Any:
+    q_latent = np.einsum("bhtn,hcn->bhtc", q, w_uk).reshape(1, 4, 12, 6)  # the lesson's sizes typed in
+    return q_latent @ np.swapaxes(latent, -1, -2)[:, None]
+
+
+# ----- Your turn 3: absorbed decoding as multi-query attention -------------------------------------
+POSITIONS = np.arange(T)
+Q_LAYER, Q_ROPE_LAYER = layer.queries(x, POSITIONS)
+LATENT_LAYER, ROPE_KEY_LAYER = layer.compress(x, POSITIONS)
+
+
+def mqa(function: Any) -> Verdict:
+    return la.check_latent_as_mqa(function, Q_LAYER, Q_ROPE_LAYER, LATENT_LAYER, ROPE_KEY_LAYER, layer.w_uk)
+
+
+def mqa_right(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> tuple[Any, Any, Any]:
+    queries = np.concatenate([np.einsum("bhtn,hcn->bhtc", q, w_uk), q_rope], axis=-1)
+    return queries, np.concatenate([latent, rope_key], axis=-1)[:, None], latent[:, None]
+
+
+def mqa_changed(change: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args: change(mqa_right(*args), *args)
+
+
+def rotary_first_both(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> tuple[Any, Any, Any]:
+    queries = np.concatenate([q_rope, np.einsum("bhtn,hcn->bhtc", q, w_uk)], axis=-1)
+    return queries, np.concatenate([rope_key, latent], axis=-1)[:, None], latent[:, None]
+
+
+def mqa_hard_coded_batch(q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> tuple[Any, Any, Any]:
+    queries, key, value = mqa_right(q, q_rope, latent, rope_key, w_uk)
+    return queries, key.reshape(1, 1, *key.shape[2:]) if key.shape[0] == 1 else key[:1], value
+
+
 def changed(change: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
     return lambda x, latent, w: change(right_scores(x, latent, w))
 
 
+ABSORBED_Q = "07 absorbed query (library checker)"
+OLD_SCORES = "07 scores from absorbed weights (library checker)"
+
 MISTAKES: list[Mistake] = [
-    # ----- Your turn 1: MLA cache per token, all layers -----
-    Mistake("07 YT1 MLA cache", "config's num_key_value_heads in the GQA formula",
+    # ----- Your turn 4: MLA cache per token, all layers -----
+    Mistake("07 YT4 MLA cache", "config's num_key_value_heads in the GQA formula",
             lambda: cache(2 * LAYERS * KV_HEADS * HEAD_DIM), "the MHA/GQA formula"),
-    Mistake("07 YT1 MLA cache", "caching the rebuilt K and V",
+    Mistake("07 YT4 MLA cache", "caching the rebuilt K and V",
             lambda: cache(LAYERS * KV_HEADS * (D_NOPE + D_ROPE + D_V)), "caching the rebuilt keys"),
-    Mistake("07 YT1 MLA cache", "multiplied by 2 bytes of bf16", lambda: cache(CACHE * BF16),
+    Mistake("07 YT4 MLA cache", "multiplied by 2 bytes of bf16", lambda: cache(CACHE * BF16),
             "If you multiplied by 2 bytes (bf16): the question counts numbers, not bytes"),
-    Mistake("07 YT1 MLA cache", "latent counted once for K and once for V", lambda: cache(2 * CACHE),
+    Mistake("07 YT4 MLA cache", "latent counted once for K and once for V", lambda: cache(2 * CACHE),
             "If you counted the latent once for K and once for V"),
-    Mistake("07 YT1 MLA cache", "rotary key forgotten", lambda: cache(LAYERS * D_C), "forgot the decoupled rotary key"),
-    Mistake("07 YT1 MLA cache", "latent twice and rotary key forgotten", lambda: cache(2 * LAYERS * D_C),
+    Mistake("07 YT4 MLA cache", "rotary key forgotten", lambda: cache(LAYERS * D_C), "forgot the decoupled rotary key"),
+    Mistake("07 YT4 MLA cache", "latent twice and rotary key forgotten", lambda: cache(2 * LAYERS * D_C),
             "counted the latent twice"),
-    Mistake("07 YT1 MLA cache", "rotary key per head", lambda: cache(LAYERS * (D_C + HEADS * D_ROPE)), "once per head"),
-    Mistake("07 YT1 MLA cache", "one layer only", lambda: cache(D_C + D_ROPE), "that is one layer"),
-    Mistake("07 YT1 MLA cache", "the whole 128K context", lambda: cache(CONTEXT * CACHE), "whole context"),
-    Mistake("07 YT1 MLA cache", "bytes of the whole context", lambda: cache(CONTEXT * CACHE * BF16),
+    Mistake("07 YT4 MLA cache", "rotary key per head", lambda: cache(LAYERS * (D_C + HEADS * D_ROPE)), "once per head"),
+    Mistake("07 YT4 MLA cache", "one layer only", lambda: cache(D_C + D_ROPE), "that is one layer"),
+    Mistake("07 YT4 MLA cache", "the whole 128K context", lambda: cache(CONTEXT * CACHE), "whole context"),
+    Mistake("07 YT4 MLA cache", "bytes of the whole context", lambda: cache(CONTEXT * CACHE * BF16),
             "bytes of the whole context"),
-    Mistake("07 YT1 MLA cache", "a float from `/`", lambda: cache(CACHE * 1.0), "is a float"),
-    # ----- Your turn 2: GQA equivalent -----
-    Mistake("07 YT2 GQA equivalent", "K and V forgotten (factor 2)", lambda: gqa((D_C + D_ROPE) / HEAD_DIM),
+    Mistake("07 YT4 MLA cache", "a float from `/`", lambda: cache(CACHE * 1.0), "is a float"),
+    # ----- Your turn 5: GQA equivalent -----
+    Mistake("07 YT5 GQA equivalent", "K and V forgotten (factor 2)", lambda: gqa((D_C + D_ROPE) / HEAD_DIM),
             "key AND a value"),
-    Mistake("07 YT2 GQA equivalent", "rotary key forgotten", lambda: gqa(D_C / (2 * HEAD_DIM)),
+    Mistake("07 YT5 GQA equivalent", "rotary key forgotten", lambda: gqa(D_C / (2 * HEAD_DIM)),
             "left out the rotary key"),
-    Mistake("07 YT2 GQA equivalent", "ratio upside down", lambda: gqa(2 * HEAD_DIM / (D_C + D_ROPE)), "upside down"),
-    Mistake("07 YT2 GQA equivalent", "config's num_key_value_heads", lambda: gqa(KV_HEADS), "num_key_value_heads"),
-    Mistake("07 YT2 GQA equivalent", "counting all layers", lambda: gqa(CACHE / (2 * HEAD_DIM)), "all 60 layers"),
-    Mistake("07 YT2 GQA equivalent", "rounded up to whole heads",
+    Mistake("07 YT5 GQA equivalent", "ratio upside down", lambda: gqa(2 * HEAD_DIM / (D_C + D_ROPE)), "upside down"),
+    Mistake("07 YT5 GQA equivalent", "config's num_key_value_heads", lambda: gqa(KV_HEADS), "num_key_value_heads"),
+    Mistake("07 YT5 GQA equivalent", "counting all layers", lambda: gqa(CACHE / (2 * HEAD_DIM)), "all 60 layers"),
+    Mistake("07 YT5 GQA equivalent", "rounded up to whole heads",
             lambda: gqa(math.ceil((D_C + D_ROPE) / (2 * HEAD_DIM))), "rounded to a whole number"),
-    Mistake("07 YT2 GQA equivalent", "rounded too far", lambda: gqa(2.3), "more than rounding"),
-    # ----- Your turn 3: absorbed score cost -----
-    Mistake("07 YT3 absorbed score cost", "MACs including the absorbed query's cost (q_i W_uk^T)",
+    Mistake("07 YT5 GQA equivalent", "rounded too far", lambda: gqa(2.3), "more than rounding"),
+    # ----- Your turn 6: absorbed score cost -----
+    Mistake("07 YT6 absorbed score cost", "MACs including the absorbed query's cost (q_i W_uk^T)",
             lambda: cost(COST + HEADS * D_NOPE * D_C), "cost of forming the absorbed query"),
-    Mistake("07 YT3 absorbed score cost", "MACs including the absorbed query's cost (from x)",
+    Mistake("07 YT6 absorbed score cost", "MACs including the absorbed query's cost (from x)",
             lambda: cost(COST + HEADS * HIDDEN * D_C), "h x D x d_c"),
-    Mistake("07 YT3 absorbed score cost", "counting all layers", lambda: cost(LAYERS * COST), "all 60 layers"),
-    Mistake("07 YT3 absorbed score cost", "rotary part left out", lambda: cost(HEADS * 4096 * D_C),
+    Mistake("07 YT6 absorbed score cost", "counting all layers", lambda: cost(LAYERS * COST), "all 60 layers"),
+    Mistake("07 YT6 absorbed score cost", "rotary part left out", lambda: cost(HEADS * 4096 * D_C),
             "left out the rotary part"),
-    Mistake("07 YT3 absorbed score cost", "rotary dot product once for all heads",
+    Mistake("07 YT6 absorbed score cost", "rotary dot product once for all heads",
             lambda: cost(HEADS * 4096 * D_C + 4096 * D_ROPE), "once per head"),
-    Mistake("07 YT3 absorbed score cost", "one head", lambda: cost(4096 * (D_C + D_ROPE)), "that is one head"),
-    Mistake("07 YT3 absorbed score cost", "the explicit width", lambda: cost(HEADS * 4096 * (D_NOPE + D_ROPE)),
+    Mistake("07 YT6 absorbed score cost", "one head", lambda: cost(4096 * (D_C + D_ROPE)), "that is one head"),
+    Mistake("07 YT6 absorbed score cost", "the explicit width", lambda: cost(HEADS * 4096 * (D_NOPE + D_ROPE)),
             "explicit route"),
-    Mistake("07 YT3 absorbed score cost", "FLOPs", lambda: cost(2 * COST), "FLOPs"),
-    # ----- Your turn 4: rebuilt keys -----
-    Mistake("07 YT4 rebuilt keys", "section 1's w_uk", lambda: keys(rebuilt(c, w_uk)), "section 1's `w_uk`"),
-    Mistake("07 YT4 rebuilt keys", "section 1's latent", lambda: keys(rebuilt(latent, layer.w_uk)),
-            "section 1's `latent`"),
-    Mistake("07 YT4 rebuilt keys", "section 1's latent and w_uk", lambda: keys(rebuilt(latent, w_uk)),
-            "those are section 1's keys k"),
-    Mistake("07 YT4 rebuilt keys", "head 0's w_uk for every head",
-            lambda: keys(np.broadcast_to((c @ layer.w_uk[0])[:, None], RIGHT_KEYS.shape)), "head 0's keys"),
-    Mistake("07 YT4 rebuilt keys", "the value up-projection", lambda: keys(rebuilt(c, layer.w_uv)),
-            "those are the values"),
-    Mistake("07 YT4 rebuilt keys", "heads after tokens", lambda: keys(RIGHT_KEYS.transpose(0, 2, 1, 3)),
-            "heads axis comes after the tokens"),
-    Mistake("07 YT4 rebuilt keys", "each head's keys transposed", lambda: keys(np.swapaxes(RIGHT_KEYS, -1, -2)),
-            "transposed"),
-    Mistake("07 YT4 rebuilt keys", "some other array of the right shape", lambda: keys(RIGHT_KEYS * 2),
-            "the shape (1, 4, 12, 4) is right but the numbers are not", named=False),
-    # ----- Your turn 5: absorbed query -----
-    Mistake("07 YT5 absorbed query", "section 1's w_q and w_uk (section 2's w_q_absorbed)",
-            lambda: absorbed(absorb(w_q, w_uk)), "section 2's w_q_absorbed"),
-    Mistake("07 YT5 absorbed query", "section 1's w_uk", lambda: absorbed(absorb(layer.w_q, w_uk)),
+    Mistake("07 YT6 absorbed score cost", "FLOPs", lambda: cost(2 * COST), "FLOPs"),
+    # ----- Your turn 1: rebuilt keys (section 1's layer) -----
+    Mistake("07 rebuilt keys (lookalikes)", "section 1's w_uk", lambda: old_keys(rebuilt(c, w_uk)),
             "section 1's `w_uk`"),
-    Mistake("07 YT5 absorbed query", "section 1's w_q", lambda: absorbed(absorb(w_q, layer.w_uk)), "section 1's `w_q`"),
-    Mistake("07 YT5 absorbed query", "head 0's w_uk for every head",
-            lambda: absorbed(np.einsum("hdn,cn->hdc", layer.w_q, layer.w_uk[0])), "head 0's key up-projection"),
-    Mistake("07 YT5 absorbed query", "summed over heads", lambda: absorbed(RIGHT_ABSORBED.sum(0)),
-            "summed over the heads"),
-    Mistake("07 YT5 absorbed query", "transposed", lambda: absorbed(np.swapaxes(RIGHT_ABSORBED, -1, -2)), "transposed"),
-    Mistake("07 YT5 absorbed query", "w_uv absorbed", lambda: absorbed(absorb(layer.w_q, layer.w_uv)),
-            "you absorbed w_uv"),
-    Mistake("07 YT5 absorbed query", "some other array of the right shape", lambda: absorbed(RIGHT_ABSORBED + 1),
-            "the shape (4, 16, 6) is right but the numbers are not", named=False),
-    # ----- Your turn 6: latent scores -----
-    Mistake("07 YT6 latent scores", "broadcasting bug: the latent has no heads axis", lambda: scores(no_heads_axis),
-            "latent[:, None]"),
-    Mistake("07 YT6 latent scores", "reads the notebook's h and d_c", lambda: scores(reads_h),
-            "reads the notebook's `h`, `d_c`"),
-    Mistake("07 YT6 latent scores", "rebuilds keys with the notebook's layer", lambda: scores(rebuilds_keys_from_layer),
-            "reads the notebook's `layer`"),
-    Mistake("07 YT6 latent scores", "scaled by 1/sqrt(d_nope)", lambda: scores(changed(lambda s: s / 2.0)),
-            "1/sqrt(d_nope)"),
-    Mistake("07 YT6 latent scores", "scaled by 1/sqrt(d_c)", lambda: scores(changed(lambda s: s / math.sqrt(d_c))),
-            "1/sqrt(d_c)"),
-    Mistake("07 YT6 latent scores", "heads summed", lambda: scores(changed(lambda s: s.sum(1))),
-            "summed over the heads"),
-    Mistake("07 YT6 latent scores", "scores transposed", lambda: scores(changed(lambda s: np.swapaxes(s, -1, -2))),
+    Mistake("07 rebuilt keys (lookalikes)", "section 1's latent and w_uk", lambda: old_keys(rebuilt(latent, w_uk)),
+            "those are section 1's keys k"),
+    Mistake("07 YT1 rebuilt keys", "head 0's w_uk for every head",
+            lambda: keys(np.broadcast_to((latent @ w_uk[0])[:, None], RIGHT_KEYS.shape)), "head 0's keys"),
+    Mistake("07 YT1 rebuilt keys", "the value up-projection", lambda: keys(rebuilt(latent, w_uv)),
+            "those are the values"),
+    Mistake("07 YT1 rebuilt keys", "heads concatenated", lambda: keys(
+        RIGHT_KEYS.transpose(0, 2, 1, 3).reshape(B, T, h * d_nope)), "concatenated the heads"),
+    Mistake("07 YT1 rebuilt keys", "one head only", lambda: keys(RIGHT_KEYS[:, 0]), "head 0 only"),
+    Mistake("07 YT1 rebuilt keys", "heads summed", lambda: keys(RIGHT_KEYS.sum(1)), "summed over the heads"),
+    Mistake("07 YT1 rebuilt keys", "a list of per-head arrays, not stacked",
+            lambda: keys([latent @ w_uk[i] for i in range(h)]), "heads axis comes first"),
+    Mistake("07 YT1 rebuilt keys", "heads after tokens", lambda: keys(RIGHT_KEYS.transpose(0, 2, 1, 3)),
+            "heads axis comes after the tokens"),
+    Mistake("07 YT1 rebuilt keys", "each head's keys transposed", lambda: keys(np.swapaxes(RIGHT_KEYS, -1, -2)),
             "transposed"),
-    Mistake("07 YT6 latent scores", "returns a torch tensor for NumPy inputs",
+    Mistake("07 YT1 rebuilt keys", "some other array of the right shape", lambda: keys(RIGHT_KEYS * 2),
+            "the shape (1, 4, 12, 4) is right but the numbers are not", named=False),
+    # ----- check_absorbed_query_weight (kept in the library, no longer an exercise) -----
+    Mistake(ABSORBED_Q, "section 1's w_q and w_uk (section 2's w_q_absorbed)",
+            lambda: absorbed(absorb(w_q, w_uk)), "section 2's w_q_absorbed"),
+    Mistake(ABSORBED_Q, "section 1's w_uk", lambda: absorbed(absorb(layer.w_q, w_uk)),
+            "section 1's `w_uk`"),
+    Mistake(ABSORBED_Q, "section 1's w_q", lambda: absorbed(absorb(w_q, layer.w_uk)), "section 1's `w_q`"),
+    Mistake(ABSORBED_Q, "head 0's w_uk for every head",
+            lambda: absorbed(np.einsum("hdn,cn->hdc", layer.w_q, layer.w_uk[0])), "head 0's key up-projection"),
+    Mistake(ABSORBED_Q, "summed over heads", lambda: absorbed(RIGHT_ABSORBED.sum(0)),
+            "summed over the heads"),
+    Mistake(ABSORBED_Q, "transposed", lambda: absorbed(np.swapaxes(RIGHT_ABSORBED, -1, -2)), "transposed"),
+    Mistake(ABSORBED_Q, "w_uv absorbed", lambda: absorbed(absorb(layer.w_q, layer.w_uv)),
+            "you absorbed w_uv"),
+    Mistake(ABSORBED_Q, "some other array of the right shape", lambda: absorbed(RIGHT_ABSORBED + 1),
+            "the shape (4, 16, 6) is right but the numbers are not", named=False),
+    # ----- check_latent_scores (kept in the library, no longer an exercise) -----
+    Mistake(OLD_SCORES, "broadcasting bug: the latent has no heads axis", lambda: scores(no_heads_axis),
+            "latent[:, None]"),
+    Mistake(OLD_SCORES, "reads the notebook's h and d_c", lambda: scores(reads_h),
+            "reads the notebook's `h`, `d_c`"),
+    Mistake(OLD_SCORES, "rebuilds keys with the notebook's layer", lambda: scores(rebuilds_keys_from_layer),
+            "reads the notebook's `layer`"),
+    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_nope)", lambda: scores(changed(lambda s: s / 2.0)),
+            "1/sqrt(d_nope)"),
+    Mistake(OLD_SCORES, "scaled by 1/sqrt(d_c)", lambda: scores(changed(lambda s: s / math.sqrt(d_c))),
+            "1/sqrt(d_c)"),
+    Mistake(OLD_SCORES, "heads summed", lambda: scores(changed(lambda s: s.sum(1))),
+            "summed over the heads"),
+    Mistake(OLD_SCORES, "scores transposed", lambda: scores(changed(lambda s: np.swapaxes(s, -1, -2))),
+            "transposed"),
+    Mistake(OLD_SCORES, "returns a torch tensor for NumPy inputs",
             lambda: scores(changed(lambda s: torch.from_numpy(s))), "must return a NumPy array"),
-    Mistake("07 YT6 latent scores", "returns float32", lambda: scores(changed(lambda s: s.astype(np.float32))),
+    Mistake(OLD_SCORES, "returns float32", lambda: scores(changed(lambda s: s.astype(np.float32))),
             "returned float32"),
 ]
 
+MISTAKES += [
+    # ----- Your turn 2: scores against the latent (run time) -----
+    Mistake("07 YT2 latent scores", "keys built with einsum (the explicit route)",
+            lambda: query_scores(builds_keys_einsum), "builds the keys"),
+    Mistake("07 YT2 latent scores", "keys built with a broadcast matmul", lambda: query_scores(builds_keys_matmul),
+            "builds the keys"),
+    Mistake("07 YT2 latent scores", "w_uk without its transpose", lambda: query_scores(w_uk_not_transposed),
+            "q_i @ w_uk[i].T"),
+    Mistake("07 YT2 latent scores", "the latent's missing heads axis", lambda: query_scores(latent_without_heads_axis),
+            "latent[:, None]"),
+    Mistake("07 YT2 latent scores", "reads the notebook's h and d_c", lambda: query_scores(reads_notebook_d_c),
+            "reads the notebook's `h`, `d_c`"),
+    Mistake("07 YT2 latent scores", "the lesson's sizes typed in", lambda: query_scores(hard_codes_sizes),
+            "a size it does not read"),
+    Mistake("07 YT2 latent scores", "scaled by 1/sqrt(d_nope)",
+            lambda: query_scores(run_time_changed(lambda s: s / 2.0)), "1/sqrt(d_nope)"),
+    Mistake("07 YT2 latent scores", "scaled by 1/sqrt(d_c)",
+            lambda: query_scores(run_time_changed(lambda s: s / math.sqrt(d_c))), "1/sqrt(d_c)"),
+    Mistake("07 YT2 latent scores", "heads summed", lambda: query_scores(run_time_changed(lambda s: s.sum(1))),
+            "summed over the heads"),
+    Mistake("07 YT2 latent scores", "scores transposed",
+            lambda: query_scores(run_time_changed(lambda s: np.swapaxes(s, -1, -2))), "transposed"),
+    Mistake("07 YT2 latent scores", "returns float32",
+            lambda: query_scores(run_time_changed(lambda s: s.astype(np.float32))), "returned float32"),
+    Mistake("07 YT2 latent scores", "forgot to return", lambda: query_scores(no_return), "is a `return` missing"),
+    # ----- Your turn 3: MQA over the latent -----
+    Mistake("07 YT3 MQA over the latent", "key and value repeated for every head",
+            lambda: mqa(mqa_changed(lambda r, q, *_: (r[0], np.repeat(r[1], q.shape[1], 1),
+                                                      np.repeat(r[2], q.shape[1], 1)))), "ONE key head"),
+    Mistake("07 YT3 MQA over the latent", "no heads axis on key and value",
+            lambda: mqa(mqa_changed(lambda r, *_: (r[0], r[1][:, 0], r[2][:, 0]))), "heads axis of size 1"),
+    Mistake("07 YT3 MQA over the latent", "queries not taken into the latent space",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, *_: (np.concatenate([q, q_rope], -1), r[1], r[2]))),
+            "through w_uk[i].T"),
+    Mistake("07 YT3 MQA over the latent", "rotary part left out",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                np.einsum("bhtn,hcn->bhtc", q, w), latent[:, None], latent[:, None]))), "decoupled rotary part"),
+    Mistake("07 YT3 MQA over the latent", "the value is the key (rotary key mixed in)",
+            lambda: mqa(mqa_changed(lambda r, *_: (r[0], r[1], r[1]))), "value is the latent alone"),
+    Mistake("07 YT3 MQA over the latent", "orders differ between queries and key",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                r[0], np.concatenate([rope_key, latent], -1)[:, None], r[2]))), "different orders"),
+    Mistake("07 YT3 MQA over the latent", "queries pre-scaled",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, *_: (
+                r[0] / math.sqrt(q.shape[-1] + q_rope.shape[-1]), r[1], r[2]))), "divided by sqrt(d_nope + d_rope)"),
+    Mistake("07 YT3 MQA over the latent", "a batch axis that only works for B = 1",
+            lambda: mqa(mqa_hard_coded_batch), "not for other sizes"),
+    Mistake("07 YT3 MQA over the latent", "returns only queries and key",
+            lambda: mqa(mqa_changed(lambda r, *_: r[:2])), "return three arrays"),
+    Mistake("07 YT3 MQA over the latent", "value taken from the rotary key",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (r[0], r[1], rope_key[:, None]))),
+            "the rotary key's width"),
+    # ----- Your turn 5: the series' head width -----
+    Mistake("07 YT5 GQA equivalent", "heads of width D / h = 40", lambda: gqa((D_C + D_ROPE) / (2 * 40)), "D / h = 40"),
+]
+
 RIGHT: list[RightAnswer] = [
-    RightAnswer("07 YT1 MLA cache", "an np.int64 count", lambda: cache(np.int64(CACHE))),
-    RightAnswer("07 YT2 GQA equivalent", "2.25 as the lesson prints it", lambda: gqa(2.25)),
-    RightAnswer("07 YT2 GQA equivalent", "the expression of the constants",
+    RightAnswer("07 YT4 MLA cache", "an np.int64 count", lambda: cache(np.int64(CACHE))),
+    RightAnswer("07 YT5 GQA equivalent", "2.25 as the lesson prints it", lambda: gqa(2.25)),
+    RightAnswer("07 YT5 GQA equivalent", "the expression of the constants",
                 lambda: gqa((D_C + D_ROPE) / (2 * HEAD_DIM))),
-    RightAnswer("07 YT3 absorbed score cost", "a torch integer", lambda: cost(torch.tensor(COST))),
-    RightAnswer("07 YT4 rebuilt keys", "a per-head loop, stacked", lambda: keys(
-        np.stack([c @ layer.w_uk[i] for i in range(h)], axis=1))),
-    RightAnswer("07 YT5 absorbed query", "a per-head loop, stacked", lambda: absorbed(
+    RightAnswer("07 YT6 absorbed score cost", "a torch integer", lambda: cost(torch.tensor(COST))),
+    RightAnswer("07 YT1 rebuilt keys", "a per-head loop, stacked", lambda: keys(
+        np.stack([latent @ w_uk[i] for i in range(h)], axis=1))),
+    RightAnswer("07 YT1 rebuilt keys", "broadcast matmul", lambda: keys(latent[:, None] @ w_uk)),
+    RightAnswer(ABSORBED_Q, "a per-head loop, stacked", lambda: absorbed(
         np.stack([layer.w_q[i] @ layer.w_uk[i].T for i in range(h)]))),
-    RightAnswer("07 YT6 latent scores", "an einsum in one go", lambda: scores(
+    RightAnswer(OLD_SCORES, "an einsum in one go", lambda: scores(
         lambda x, latent, w: np.einsum("btd,hdc,bsc->bhts", x, w, latent))),
-    RightAnswer("07 YT6 latent scores", "the absorbed route, by the lesson's solution", lambda: scores(right_scores)),
+    RightAnswer(OLD_SCORES, "the absorbed route, by the lesson's solution", lambda: scores(right_scores)),
+]
+
+
+RIGHT += [
+    RightAnswer("07 YT2 latent scores", "the run-time route, by einsum", lambda: query_scores(run_time)),
+    RightAnswer("07 YT2 latent scores", "one einsum over all three", lambda: query_scores(
+        lambda q, latent, w: np.einsum("bhtn,hcn,bsc->bhts", q, w, latent))),
+    RightAnswer("07 YT2 latent scores", "matmul with swapped axes", lambda: query_scores(
+        lambda q, latent, w: (q @ np.swapaxes(w, -1, -2)) @ np.swapaxes(latent, -1, -2)[:, None])),
+    RightAnswer("07 YT3 MQA over the latent", "latent first", lambda: mqa(mqa_right)),
+    RightAnswer("07 YT3 MQA over the latent", "rotary part first in both", lambda: mqa(rotary_first_both)),
+    RightAnswer("07 YT3 MQA over the latent", "as a list, with expand_dims", lambda: mqa(
+        lambda q, q_rope, latent, rope_key, w: [np.concatenate([np.einsum("bhtn,hcn->bhtc", q, w), q_rope], -1),
+                                                np.expand_dims(np.concatenate([latent, rope_key], -1), 1),
+                                                np.expand_dims(latent, 1)])),
+    RightAnswer("07 YT3 MQA over the latent", "torch tensors", lambda: mqa(
+        lambda *args: tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in mqa_right(*args)))),
 ]
 
 

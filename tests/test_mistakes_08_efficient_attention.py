@@ -32,7 +32,7 @@ def tile(answer: Any) -> Verdict:
 
 TILE = 2 * 32 * 4096 * 256 * 4
 
-# ----- Your turn 3: the decoding problem of the notebook -----
+# ----- Your turn 6: the decoding problem of the notebook -----
 q_new = torch.randn(1, 2, 2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
 k_all = torch.randn(1, 2, 7, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
 v_all = torch.randn(1, 2, 7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
@@ -50,7 +50,7 @@ def with_mask(mask: Any, q: Any = q_new) -> Any:
 NOT_ITSELF = ALLOWED & ~torch.from_numpy(np.eye(2, 7, k=5, dtype=bool))  # each query's own position blocked
 
 
-# ----- Your turn 4: the online update -----
+# ----- Your turn 1: the online update -----
 def right_update(m: float, total: float, block: Floats) -> tuple[float, float]:
     m_new = max(m, block.max())
     return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
@@ -67,12 +67,27 @@ def upside_down_guarded(m: float, total: float, block: Floats) -> tuple[float, f
     return m_new, total * factor + np.exp(block - m_new).sum()
 
 
+def max_against_array(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block)  # a float against an array: ValueError from the array's truth value
+    return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
+
+
+def factor_on_new_block(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = max(m, block.max())
+    return m_new, total + math.exp(m - m_new) * np.exp(block - m_new).sum()
+
+
+def np_max_of_two(m: float, total: float, block: Floats) -> tuple[float, float]:
+    m_new = np.max(m, block.max())  # the second argument is an axis: TypeError
+    return m_new, total * math.exp(m - m_new) + np.exp(block - m_new).sum()
+
+
 def calls_the_library(m: float, total: float, block: Floats) -> tuple[float, float]:
     step = efficient.online_softmax_trace(block, len(block))[-1]
     return max(m, step.running_max), total + step.running_sum
 
 
-# ----- Your turn 5: tiled attention -----
+# ----- Your turn 2: tiled attention -----
 def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[int, int], int] | None = None,
           upside_down: bool = False, guard: bool = True, rescale_output: bool = True, divide: bool = True,
           scale: bool = True) -> Floats:
@@ -97,6 +112,47 @@ def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[i
     return acc / total[..., None] if divide else acc
 
 
+def tiled_with_dot_t(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    acc = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ k[..., start : start + block_size, :].T / math.sqrt(q.shape[-1])  # .T reverses every axis
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        total = total * np.exp(m - m_new) + p.sum(-1)
+        acc = acc * np.exp(m - m_new)[..., None] + p @ v[..., start : start + block_size, :]
+        m = m_new
+    return acc / total[..., None]
+
+
+def divided_each_step(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / math.sqrt(q.shape[-1])
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        total = total * np.exp(m - m_new) + p.sum(-1)
+        out = (out * np.exp(m - m_new)[..., None] + p @ v[..., start : start + block_size, :]) / total[..., None]
+        m = m_new
+    return out
+
+
+def normalised_each_step(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
+    """FlashAttention-1's form: the output kept divided by the running sum, done right."""
+    m, total = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / math.sqrt(q.shape[-1])
+        m_new = np.maximum(m, s.max(-1))
+        p = np.exp(s - m_new[..., None])
+        kept = total * np.exp(m - m_new)
+        total = kept + p.sum(-1)
+        out = (kept[..., None] * out + p @ v[..., start : start + block_size, :]) / total[..., None]
+        m = m_new
+    return out
+
+
 def query_blocks_drop_last(q: Floats, k: Floats, v: Floats, block_size: int) -> Floats:
     """Blocks the queries too, with a loop that leaves out a short last query block (rows stay zero)."""
     out = np.zeros((*q.shape[:-1], v.shape[-1]))
@@ -115,93 +171,178 @@ def check(function: Any) -> Verdict:
     return ea.check_tiled_attention(function)
 
 
+# ----- Your turn 3: one tile of the recomputing backward -----
+def tile_grads(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *, d_from_tile: bool = False,
+               local_softmax: bool = False, subtract_lse: bool = True, d_term: bool = True, times_p: bool = True,
+               flip: bool = False, scale_scores: bool = True, scale_grads: bool = True, order: str = "qkv",
+               fixed_d: int | None = None) -> Any:
+    """A learner's tile with one mistake switched on."""
+    c = 1.0 / math.sqrt(fixed_d or q.shape[-1])
+    z = q @ np.swapaxes(k, -1, -2) * (c if scale_scores else 1.0)
+    if local_softmax:
+        p = np.exp(z - z.max(-1, keepdims=True))
+        p = p / p.sum(-1, keepdims=True)
+    else:
+        p = np.exp(z - lse[..., None]) if subtract_lse else np.exp(z)
+    dv = np.swapaxes(p, -1, -2) @ do
+    dp = do @ np.swapaxes(v, -1, -2)
+    D = (p * dp).sum(-1) if d_from_tile else row_dot
+    inner = (D[..., None] - dp if flip else dp - D[..., None]) if d_term else dp
+    dz = p * inner if times_p else inner
+    g = c if scale_grads else 1.0
+    dq, dk = g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q)
+    return {"qkv": (dq, dk, dv), "kqv": (dk, dq, dv)}[order]
+
+
+def tile_with_dot_t(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats) -> Any:
+    c = 1.0 / math.sqrt(q.shape[-1])
+    p = np.exp(c * (q @ k.T) - lse[..., None])  # .T on a 4-D array: every axis reversed
+    dz = p * (do @ v.T - row_dot[..., None])
+    return c * (dz @ k), c * (dz.T @ q), p.T @ do
+
+
+def tile_without_return(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats) -> Any:
+    grads = tile_grads(q, k, v, do, lse, row_dot)  # computed, never returned
+    del grads
+
+
+def tile_check(**flags: Any) -> Verdict:
+    return ea.check_tile_grads(lambda *args: tile_grads(*args, **flags))
+
+
+def tile_calls_library(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats) -> Any:
+    return efficient.tiled_attention_backward(q, k, v, do, lse, do)
+
+
 MISTAKES: list[Mistake] = [
-    # ----- Your turn 1: entries of the weights tensor -----
-    Mistake("08 YT1 weight entries", "batch left out", lambda: entries(8 * 5 * 7), "left out the batch"),
-    Mistake("08 YT1 weight entries", "heads left out", lambda: entries(2 * 5 * 7), "left out the heads"),
-    Mistake("08 YT1 weight entries", "one (T, S) map", lambda: entries(5 * 7), "one (T, S) map"),
-    Mistake("08 YT1 weight entries", "source positions left out", lambda: entries(2 * 8 * 5),
+    # ----- Your turn 4: entries of the weights tensor -----
+    Mistake("08 YT4 weight entries", "batch left out", lambda: entries(8 * 5 * 7), "left out the batch"),
+    Mistake("08 YT4 weight entries", "heads left out", lambda: entries(2 * 5 * 7), "left out the heads"),
+    Mistake("08 YT4 weight entries", "one (T, S) map", lambda: entries(5 * 7), "one (T, S) map"),
+    Mistake("08 YT4 weight entries", "source positions left out", lambda: entries(2 * 8 * 5),
             "left out the source positions"),
-    Mistake("08 YT1 weight entries", "bytes of float32", lambda: entries(2 * 8 * 5 * 7 * 4), "bytes"),
-    Mistake("08 YT1 weight entries", "a float", lambda: entries(560.0), "is a float"),
-    # ----- Your turn 2: tile bytes -----
-    Mistake("08 YT2 tile bytes", "the full scores", lambda: tile(2 * 32 * 4096 * 4096 * 4), "full (B, h, T, S)"),
-    Mistake("08 YT2 tile bytes", "entries, not bytes", lambda: tile(TILE // 4), "counts numbers, not bytes"),
-    Mistake("08 YT2 tile bytes", "one head", lambda: tile(2 * 4096 * 256 * 4), "one head only"),
-    Mistake("08 YT2 tile bytes", "one sequence", lambda: tile(32 * 4096 * 256 * 4), "one sequence only"),
-    Mistake("08 YT2 tile bytes", "a (block, block) tile", lambda: tile(2 * 32 * 256 * 256 * 4), "(block, block) tile"),
-    Mistake("08 YT2 tile bytes", "8 bytes per score", lambda: tile(TILE * 2), "uses 8 bytes"),
-    Mistake("08 YT2 tile bytes", "in MiB", lambda: tile(TILE / 2**20), "in MiB"),
-    Mistake("08 YT2 tile bytes", "a float from `/`", lambda: tile(TILE / 1), "is a float"),
-    # ----- Your turn 3: SDPA with the decoding mask -----
-    Mistake("08 YT3 SDPA output", "no mask", lambda: sdpa(F.scaled_dot_product_attention(q_new, k_all, v_all)),
+    Mistake("08 YT4 weight entries", "bytes of float32", lambda: entries(2 * 8 * 5 * 7 * 4), "bytes"),
+    Mistake("08 YT4 weight entries", "a float", lambda: entries(560.0), "is a float"),
+    # ----- Your turn 5: tile bytes -----
+    Mistake("08 YT5 tile bytes", "the full scores", lambda: tile(2 * 32 * 4096 * 4096 * 4), "full (B, h, T, S)"),
+    Mistake("08 YT5 tile bytes", "entries, not bytes", lambda: tile(TILE // 4), "counts numbers, not bytes"),
+    Mistake("08 YT5 tile bytes", "one head", lambda: tile(2 * 4096 * 256 * 4), "one head only"),
+    Mistake("08 YT5 tile bytes", "one sequence", lambda: tile(32 * 4096 * 256 * 4), "one sequence only"),
+    Mistake("08 YT5 tile bytes", "a (block, block) tile", lambda: tile(2 * 32 * 256 * 256 * 4), "(block, block) tile"),
+    Mistake("08 YT5 tile bytes", "8 bytes per score", lambda: tile(TILE * 2), "twice the tile"),
+    Mistake("08 YT5 tile bytes", "in MiB", lambda: tile(TILE / 2**20), "in MiB"),
+    Mistake("08 YT5 tile bytes", "a float from `/`", lambda: tile(TILE / 1), "is a float"),
+    # ----- Your turn 6: SDPA with the decoding mask -----
+    Mistake("08 YT6 SDPA output", "no mask", lambda: sdpa(F.scaled_dot_product_attention(q_new, k_all, v_all)),
             "without the mask"),
-    Mistake("08 YT3 SDPA output", "is_causal=True", lambda: sdpa(F.scaled_dot_product_attention(
-        q_new, k_all, v_all, is_causal=True)), "is_causal=True aligns the mask top-left"),
-    Mistake("08 YT3 SDPA output", "mask inverted", lambda: sdpa(with_mask(~ALLOWED)), "mask is inverted"),
-    Mistake("08 YT3 SDPA output", "a mask where a query cannot see itself", lambda: sdpa(with_mask(NOT_ITSELF)),
+    Mistake("08 YT6 SDPA output", "is_causal=True", lambda: sdpa(F.scaled_dot_product_attention(
+        q_new, k_all, v_all, is_causal=True)), "aligned top-left"),
+    Mistake("08 YT6 SDPA output", "a hand-built top-left tril mask", lambda: sdpa(with_mask(
+        torch.ones(2, 7, dtype=torch.bool).tril())), "your mask (or is_causal=True) is aligned top-left"),
+    Mistake("08 YT6 SDPA output", "mask inverted", lambda: sdpa(with_mask(~ALLOWED)), "mask is inverted"),
+    Mistake("08 YT6 SDPA output", "a mask where a query cannot see itself", lambda: sdpa(with_mask(NOT_ITSELF)),
             "cannot see itself"),
-    Mistake("08 YT3 SDPA output", "0/1 float mask", lambda: sdpa(with_mask(ALLOWED.double())), "float mask is ADDED"),
-    Mistake("08 YT3 SDPA output", "q divided by sqrt(d) first",
+    Mistake("08 YT6 SDPA output", "0/1 float mask", lambda: sdpa(with_mask(ALLOWED.double())), "float mask is ADDED"),
+    Mistake("08 YT6 SDPA output", "q divided by sqrt(d) first",
             lambda: sdpa(with_mask(ALLOWED, q_new / math.sqrt(8))), "divided by sqrt(d) twice"),
-    Mistake("08 YT3 SDPA output", "a NumPy array (the manual route) instead of SDPA's tensor",
+    Mistake("08 YT6 SDPA output", "a NumPy array (the manual route) instead of SDPA's tensor",
             lambda: sdpa(mha_numpy.attention(q_new.numpy(), k_all.numpy(), v_all.numpy(), ALLOWED.numpy())[0]),
             "expected the torch tensor"),
-    # ----- Your turn 4: online update -----
-    Mistake("08 YT4 online update", "no rescale", lambda: ea.check_online_update(
+    # ----- Your turn 1: online update -----
+    Mistake("08 YT1 online update", "no rescale", lambda: ea.check_online_update(
         lambda m, total, b: (max(m, b.max()), total + np.exp(b - max(m, b.max())).sum())), "forgot to rescale l"),
-    Mistake("08 YT4 online update", "rescale factor upside down (NaN on the first block)",
+    Mistake("08 YT1 online update", "rescale factor upside down (NaN on the first block)",
             lambda: ea.check_online_update(upside_down_update), "Is your rescale factor upside down?"),
-    Mistake("08 YT4 online update", "rescale factor upside down (first block guarded)",
+    Mistake("08 YT1 online update", "rescale factor upside down (first block guarded)",
             lambda: ea.check_online_update(upside_down_guarded), "your rescale factor is upside down"),
-    Mistake("08 YT4 online update", "no maximum subtracted", lambda: ea.check_online_update(
+    Mistake("08 YT1 online update", "no maximum subtracted", lambda: ea.check_online_update(
         lambda m, total, b: (max(m, b.max()), total * math.exp(m - max(m, b.max())) + np.exp(b).sum())),
         "without subtracting"),
-    Mistake("08 YT4 online update", "the block's max as the running max", lambda: ea.check_online_update(
+    Mistake("08 YT1 online update", "the block's max as the running max", lambda: ea.check_online_update(
         lambda m, total, b: (b.max(), total * math.exp(m - b.max()) + np.exp(b - b.max()).sum())), "block's max only"),
-    Mistake("08 YT4 online update", "pair in the wrong order", lambda: ea.check_online_update(
+    Mistake("08 YT1 online update", "pair in the wrong order", lambda: ea.check_online_update(
         lambda m, total, b: right_update(m, total, b)[::-1]), "returned (l_new, m_new)"),
-    Mistake("08 YT4 online update", "calls the library's online_softmax_trace",
+    Mistake("08 YT1 online update", "max(m, block): the number against the whole array",
+            lambda: ea.check_online_update(max_against_array), "Take the block's largest score first"),
+    Mistake("08 YT1 online update", "np.max(m, block.max()): the second argument is an axis",
+            lambda: ea.check_online_update(np_max_of_two), "reads b as an AXIS"),
+    Mistake("08 YT1 online update", "the old m returned", lambda: ea.check_online_update(
+        lambda m, total, b: (m, right_update(m, total, b)[1])), "you returned the old m"),
+    Mistake("08 YT1 online update", "the factor on the new block's sum",
+            lambda: ea.check_online_update(factor_on_new_block), "it belongs on the OLD sum l"),
+    Mistake("08 YT1 online update", "calls the library's online_softmax_trace",
             lambda: ea.check_online_update(calls_the_library), "calls the library's online_softmax_trace"),
-    # ----- Your turn 5: tiled attention -----
-    Mistake("08 YT5 tiled attention", "loop drops a short last block of keys",
+    # ----- Your turn 2: tiled attention -----
+    Mistake("08 YT2 tiled attention", "loop drops a short last block of keys",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, stop=lambda S, b: S - S % b)),
             "drops the short last block of keys"),
-    Mistake("08 YT5 tiled attention", "range(S // block) blocks: the short last one dropped",
+    Mistake("08 YT2 tiled attention", "range(S // block) blocks: the short last one dropped",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, stop=lambda S, b: S // b * b)),
             "drops the short last block of keys"),
-    Mistake("08 YT5 tiled attention", "query blocks: the short last one dropped", lambda: check(query_blocks_drop_last),
+    Mistake("08 YT2 tiled attention", "query blocks: the short last one dropped", lambda: check(query_blocks_drop_last),
             "short last block of queries"),
-    Mistake("08 YT5 tiled attention", "rescale factor upside down (guarded)",
+    Mistake("08 YT2 tiled attention", "rescale factor upside down (guarded)",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True)), "rescale factor is upside down"),
-    Mistake("08 YT5 tiled attention", "rescale factor upside down (NaN)",
+    Mistake("08 YT2 tiled attention", "rescale factor upside down (NaN)",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True, guard=False)),
             "Is your rescale factor upside down?"),
-    Mistake("08 YT5 tiled attention", "running output not rescaled",
+    Mistake("08 YT2 tiled attention", "running output not rescaled",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, rescale_output=False)),
             "did not rescale the running output"),
-    Mistake("08 YT5 tiled attention", "no final division",
+    Mistake("08 YT2 tiled attention", ".T on arrays with leading axes", lambda: check(tiled_with_dot_t),
+            ".T reverses EVERY axis"),
+    Mistake("08 YT2 tiled attention", "divided by the running sum in every step, old sum not multiplied back",
+            lambda: check(divided_each_step), "divide the running output by the running sum in every step"),
+    Mistake("08 YT2 tiled attention", "no final division",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, divide=False)), "final division"),
-    Mistake("08 YT5 tiled attention", "no 1/sqrt(d)", lambda: check(lambda q, k, v, b: tiled(q, k, v, b, scale=False)),
+    Mistake("08 YT2 tiled attention", "no 1/sqrt(d)", lambda: check(lambda q, k, v, b: tiled(q, k, v, b, scale=False)),
             "1/sqrt(d)"),
-    Mistake("08 YT5 tiled attention", "calls the library's tiled_attention",
+    Mistake("08 YT2 tiled attention", "calls the library's tiled_attention",
             lambda: check(lambda q, k, v, b: efficient.tiled_attention(q, k, v, block_size=b)),
             "calls the library's tiled_attention"),
-    Mistake("08 YT5 tiled attention", "the naive route, a full (T, S) matrix",
+    Mistake("08 YT2 tiled attention", "the naive route, a full (T, S) matrix",
             lambda: check(lambda q, k, v, b: mha_numpy.attention(q, k, v)[0]), "held"),
-    Mistake("08 YT5 tiled attention", "returns float32", lambda: check(
+    Mistake("08 YT2 tiled attention", "returns float32", lambda: check(
         lambda q, k, v, b: tiled(q, k, v, b).astype(np.float32)), "returned float32"),
+    # ----- Your turn 3: one tile of the recomputing backward -----
+    Mistake("08 YT3 tile grads", "D summed over the tile only", lambda: tile_check(d_from_tile=True),
+            "over this tile's keys only"),
+    Mistake("08 YT3 tile grads", "a softmax over the tile's keys", lambda: tile_check(local_softmax=True),
+            "softmax over this tile's keys only"),
+    Mistake("08 YT3 tile grads", "exp(score) without the logsumexp", lambda: tile_check(subtract_lse=False),
+            "without the logsumexp"),
+    Mistake("08 YT3 tile grads", "D left out of dz", lambda: tile_check(d_term=False), "you left D out"),
+    Mistake("08 YT3 tile grads", "dz not multiplied by the weights", lambda: tile_check(times_p=False),
+            "multiplied by the weights"),
+    Mistake("08 YT3 tile grads", "the sign of dz flipped", lambda: tile_check(flip=True), "sign of dz is flipped"),
+    Mistake("08 YT3 tile grads", "scores not scaled", lambda: tile_check(scale_scores=False),
+            "scale on the scores"),
+    Mistake("08 YT3 tile grads", "dq and dk without the scale", lambda: tile_check(scale_grads=False),
+            "miss the factor 1/sqrt(d)"),
+    Mistake("08 YT3 tile grads", "returned (dk, dq, dv)", lambda: tile_check(order="kqv"), "wrong order"),
+    Mistake("08 YT3 tile grads", "the notebook's d = 5 hard-coded in the scale", lambda: tile_check(fixed_d=5),
+            "your scale uses d = 5"),
+    Mistake("08 YT3 tile grads", ".T on 4-D arrays", lambda: ea.check_tile_grads(tile_with_dot_t),
+            ".T reverses EVERY axis"),
+    Mistake("08 YT3 tile grads", "calls the library's tiled_attention_backward",
+            lambda: ea.check_tile_grads(tile_calls_library), "calls the library's tiled_attention_backward"),
+    Mistake("08 YT3 tile grads", "no return", lambda: ea.check_tile_grads(tile_without_return), "returned None"),
 ]
 
 RIGHT: list[RightAnswer] = [
-    RightAnswer("08 YT1 weight entries", "the product as an int", lambda: entries(2 * 8 * 5 * 7)),
-    RightAnswer("08 YT2 tile bytes", "an np.int64", lambda: tile(np.int64(TILE))),
-    RightAnswer("08 YT3 SDPA output", "an additive float mask of 0 and -inf", lambda: sdpa(with_mask(
+    RightAnswer("08 YT3 tile grads", "the lesson's tile", lambda: tile_check()),
+    RightAnswer("08 YT3 tile grads", "a tuple of arrays in a list", lambda: ea.check_tile_grads(
+        lambda *args: list(tile_grads(*args)))),
+    RightAnswer("08 YT4 weight entries", "the product as an int", lambda: entries(2 * 8 * 5 * 7)),
+    RightAnswer("08 YT5 tile bytes", "an np.int64", lambda: tile(np.int64(TILE))),
+    RightAnswer("08 YT6 SDPA output", "an additive float mask of 0 and -inf", lambda: sdpa(with_mask(
         torch.zeros(2, 7, dtype=torch.float64).masked_fill(~ALLOWED, float("-inf"))))),
-    RightAnswer("08 YT3 SDPA output", "the lesson's boolean mask", lambda: sdpa(with_mask(ALLOWED))),
-    RightAnswer("08 YT4 online update", "the lesson's update", lambda: ea.check_online_update(right_update)),
-    RightAnswer("08 YT5 tiled attention", "a loop over keys", lambda: check(tiled)),
-    RightAnswer("08 YT5 tiled attention", "query blocks too, the short last one kept", lambda: check(query_blocks)),
+    RightAnswer("08 YT6 SDPA output", "the lesson's boolean mask", lambda: sdpa(with_mask(ALLOWED))),
+    RightAnswer("08 YT1 online update", "the lesson's update", lambda: ea.check_online_update(right_update)),
+    RightAnswer("08 YT2 tiled attention", "a loop over keys", lambda: check(tiled)),
+    RightAnswer("08 YT2 tiled attention", "query blocks too, the short last one kept", lambda: check(query_blocks)),
+    RightAnswer("08 YT2 tiled attention", "the output kept normalised in every step (FlashAttention-1's form)",
+                lambda: check(normalised_each_step)),
 ]
 
 

@@ -1,13 +1,23 @@
-"""Latent attention: explicit == absorbed, the cache size, decoding with the latent cache."""
+"""Latent attention: explicit == absorbed, absorbed == multi-query attention over the latent (against
+PyTorch's SDPA), the cache size, decoding with the latent cache, the multiply-add counts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 
 from lessons_lib.kv_cache import kv_cache_bytes
 from lessons_lib.mha_numpy import attention, causal_mask
-from lessons_lib.mla import LatentAttention, LatentCache, attention_multiply_adds, mla_cache_bytes
+from lessons_lib.mla import (
+    LatentAttention,
+    LatentCache,
+    attention_multiply_adds,
+    latent_scores,
+    mla_cache_bytes,
+    multi_query_attention,
+)
 from lessons_lib.rope import apply_rope
 
 
@@ -169,8 +179,9 @@ def _counted_by_loops(route: str, T: int, S: int, h: int, d_c: int, d_n: int, d_
     allowed = causal_mask(T, S)  # (T, S), new queries at the last T positions
     total = 0
     for _ in range(h):
-        if route == "explicit":
-            total += sum(d_c * (d_n + d_v) for _ in range(S))  # rebuild k_s and v_s of every position
+        if route in ("explicit", "cached"):
+            rebuilt = S if route == "explicit" else T  # every position, or only the new tokens
+            total += sum(d_c * (d_n + d_v) for _ in range(rebuilt))  # rebuild k_s and v_s
             total += sum((d_n + d_r) + d_v for t in range(T) for s in range(S) if allowed[t, s])
         else:
             total += sum(d_n * d_c + d_c * d_v for _ in range(T))  # fold W_uk into q, W_uv after mixing
@@ -178,7 +189,7 @@ def _counted_by_loops(route: str, T: int, S: int, h: int, d_c: int, d_n: int, d_
     return total
 
 
-@pytest.mark.parametrize("route", ["explicit", "absorbed"])
+@pytest.mark.parametrize("route", ["explicit", "cached", "absorbed"])
 def test_multiply_adds_match_a_loop_over_the_mask(route: str) -> None:
     rng = np.random.default_rng(11)
     for _ in range(30):
@@ -208,7 +219,7 @@ def test_multiply_adds_decode_favours_absorbed_prefill_explicit() -> None:
 
 def test_multiply_adds_bad_arguments() -> None:
     sizes = dict(heads=2, latent_width=4, nope_width=3, rope_width=2, value_width=3)
-    with pytest.raises(ValueError, match="route must be 'explicit' or 'absorbed'"):
+    with pytest.raises(ValueError, match="route must be 'explicit', 'cached' or 'absorbed'"):
         attention_multiply_adds("fused", 1, 4, **sizes)
     with pytest.raises(ValueError, match=r"S >= T"):
         attention_multiply_adds("explicit", 5, 4, **sizes)
@@ -217,3 +228,66 @@ def test_multiply_adds_bad_arguments() -> None:
     with pytest.raises(TypeError, match="cached_tokens must be an int"):
         attention_multiply_adds("absorbed", 1, 4.0, **sizes)  # type: ignore[arg-type]
     assert attention_multiply_adds("absorbed", 1, 4, **{**sizes, "rope_width": 0}) > 0
+
+
+def test_decoding_costs_at_deepseek_v2_sizes() -> None:
+    """The numbers lesson 07 states: per decoded token and layer at S = 4096, and the caches."""
+    ds = dict(heads=128, latent_width=512, nope_width=128, rope_width=64, value_width=128)
+    rebuild, cached, absorbed = (attention_multiply_adds(r, 1, 4096, **ds) for r in ("explicit", "cached", "absorbed"))
+    assert (cached, absorbed) == (184_549_376, 587_202_560)
+    assert round(absorbed / cached, 2) == 3.18 and round(rebuild / absorbed) == 117
+    long_absorbed, long_cached = (attention_multiply_adds(r, 1, 10**6, **ds) for r in ("absorbed", "cached"))
+    assert round(long_absorbed / long_cached, 2) == 3.4  # tends to (576 + 512) / (192 + 128) = 3.4 as S grows
+    kv_cache, latent_cache = 128 * (128 + 64 + 128), 512 + 64
+    assert round(kv_cache / latent_cache, 1) == 71.1
+    # pre-multiplied W_q W_uk^T against its two factors (and per query, the same ratio)
+    merged, factors = 128 * 5120 * 512, 128 * 5120 * 128 + 128 * 512 * 128
+    assert (merged, factors) == (335_544_320, 92_274_688) and round(merged / factors, 2) == 3.64
+    assert round((128 * 1536 * 512) / (128 * 1536 * 128 + 128 * 512 * 128), 2) == 3.0  # with query compression
+
+
+def test_latent_scores_equal_explicit_scores() -> None:
+    for layer, x in random_layers(10, seed=3):
+        positions = np.arange(x.shape[1])
+        latent, _ = layer.compress(x, positions)
+        q, _ = layer.queries(x, positions)
+        k = np.einsum("bsc,hcn->bhsn", latent, layer.w_uk)
+        np.testing.assert_allclose(latent_scores(q, latent, layer.w_uk), q @ np.swapaxes(k, -1, -2), atol=1e-12)
+    with pytest.raises(ValueError, match="must agree"):
+        latent_scores(np.ones((1, 2, 3, 4)), np.ones((1, 5, 6)), np.ones((2, 4, 6)))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_absorbed_decoding_is_multi_query_attention_as_in_pytorch(causal: bool) -> None:
+    """One shared key [latent ; rope_key] and one shared value (the latent): PyTorch's SDPA with one
+    K/V head (enable_gqa) and with the head repeated gives the layer's output after w_uv and w_o."""
+    for layer, x in random_layers(8, seed=5):
+        B, T, _ = x.shape
+        positions = np.arange(T)
+        cache = LatentCache(*layer.compress(x, positions))
+        queries, key, value = layer.multi_query_inputs(x, positions, cache)
+        assert key.shape == (B, 1, T, layer.latent_width + layer.rope_width)
+        assert value.shape == (B, 1, T, layer.latent_width)
+        assert queries.shape == (B, layer.heads, T, layer.latent_width + layer.rope_width)
+        scale = 1 / np.sqrt(layer.nope_width + layer.rope_width)
+        mask = causal_mask(T) if causal else None
+        context, _ = multi_query_attention(queries, key, value, scale, mask)
+        expected, _ = layer.explicit(x, mask)
+        np.testing.assert_allclose(layer.output_from_latent(context), expected, atol=1e-12)
+        tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(a)) for a in (queries, key, value))
+        tmask = None if mask is None else torch.from_numpy(mask)
+        gqa = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask, scale=float(scale), enable_gqa=True)
+        repeated = F.scaled_dot_product_attention(tq, tk.expand_as(tq), tv.expand(B, layer.heads, T, -1),
+                                                  attn_mask=tmask, scale=float(scale))
+        np.testing.assert_allclose(gqa.numpy(), context, atol=1e-12)
+        np.testing.assert_allclose(repeated.numpy(), context, atol=1e-12)
+
+
+def test_multi_query_attention_bad_inputs() -> None:
+    q, k, v = np.ones((1, 2, 3, 4)), np.ones((1, 1, 5, 4)), np.ones((1, 1, 5, 6))
+    with pytest.raises(ValueError, match="one head each"):
+        multi_query_attention(q, np.ones((1, 2, 5, 4)), v, 0.5)
+    with pytest.raises(ValueError, match="scale must be a positive number"):
+        multi_query_attention(q, k, v, 0.0)
+    out, weights = multi_query_attention(q, k, v, 0.5)
+    assert out.shape == (1, 2, 3, 6) and np.allclose(weights.sum(-1), 1)

@@ -469,3 +469,12 @@ def reference_array(
 def reference_mask(name: str, value: Any, layout: str, rank: int | None = None) -> NDArray[np.bool_]:
     """A checker's boolean mask input (True = may attend); errors as in `reference_array`."""
     return _reference(name, value, layout, "b", rank, None).astype(np.bool_)
+
+
+def _explain_missing_names() -> None:
+    from lessons_lib import missing_names
+
+    missing_names.install()
+
+
+_explain_missing_names()  # inside Jupyter: a check cell whose answer is not defined says what to do

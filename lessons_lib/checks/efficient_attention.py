@@ -1,5 +1,6 @@
 """Quick check of the lesson "Efficient attention" (checkers in ``lessons_lib.checks.efficient_attention``):
-the weight count, the bytes of a score tile, SDPA with a mask, the online-softmax update, tiled attention.
+the online-softmax update, tiled attention, one tile of the recomputing backward pass, the weight count,
+the bytes of a score tile, SDPA with a mask.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
 usual mistakes: leaving out the heads or the batch, counting entries instead of bytes, forgetting
@@ -13,7 +14,9 @@ Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions.
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 import tracemalloc
 from collections.abc import Callable
 from functools import partial
@@ -45,7 +48,7 @@ from lessons_lib.validation import check_int
 
 __all__ = [
     "check_materialised_entries", "check_online_sum", "check_online_update", "check_sdpa_output",
-    "check_tile_bytes", "check_tiled_attention", "check_tiled_output", "check_weight_entries",
+    "check_tile_bytes", "check_tile_grads", "check_tiled_attention", "check_tiled_output", "check_weight_entries",
 ]
 
 Floats = NDArray[np.float64]
@@ -111,7 +114,10 @@ def check_tile_bytes(answer: Any, *, B: int, h: int, T: int, S: int, block: int,
         (h * T * block * itemsize, "that is one sequence only; all B sequences of the batch are in the tile"),
         (B * h * block * block * itemsize, "that is a (block, block) tile; in this pass all T queries take part at "
                                            "once, only the keys come in blocks"),
-        (right // itemsize * other, f"that uses {other} bytes per score; here each score takes {itemsize}"),
+        (right // itemsize * other, f"that is twice the tile: either {other} bytes per score (here each score "
+                                    f"takes {itemsize}) or two tiles, the scores and their exponentials; the "
+                                    "question asks for the score tile alone"
+         if other == 2 * itemsize else f"that uses {other} bytes per score; here each score takes {itemsize}"),
     ])
     return failed(question, mistake or f"{n:,} bytes is not it: count what one step holds, the scores of every "
                                        "batch row, head and query against one block of keys, in bytes")
@@ -151,8 +157,9 @@ def check_sdpa_output(answer: Any, q: Any, k: Any, v: Any) -> Verdict:
     mistake = first_match(a, [
         (lambda: _attend(scores, vf), "that is attention without the mask: pass it as attn_mask"),
         (lambda: _attend(np.where(top_left, scores, -np.inf), vf),
-         "is_causal=True aligns the mask top-left (query t sees keys 0..t); here the T queries are the last T "
-         "of the S positions, which that flag does not express"),
+         "your mask (or is_causal=True) is aligned top-left: query t sees keys 0..t. Here the T queries are the "
+         "last T of the S positions, so query t sees keys 0..S-T+t; is_causal=True cannot express that, a boolean "
+         "attn_mask can"),
         # a row with no allowed key: NaN in NumPy, zeros from recent PyTorch versions
         (lambda: np.nan_to_num(_attend(np.where(~mask, scores, -np.inf), vf)),
          "the mask is inverted: for SDPA True means take part"),
@@ -223,13 +230,21 @@ UPDATE_ROWS = ((np.array([0.5, 2.0, -1.0, 3.5, 1.0, 0.0, 4.0, -2.0]), 3),
 
 
 def _update(m: float, total: float, block: Floats, /, *, running: bool = True, rescale: bool = True,
-            shift: bool = True, swap: bool = False, upside_down: bool = False) -> tuple[float, float]:
+            shift: bool = True, swap: bool = False, upside_down: bool = False, stale: bool = False,
+            rescale_new: bool = False) -> tuple[float, float]:
     """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off
-    (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN)."""
+    (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN;
+    ``stale``: the old ``m`` returned in place of ``m_new``; ``rescale_new``: the factor put on the new
+    block's sum instead of the old sum)."""
     m_new = max(m, float(block.max())) if running else float(block.max())
     factor = math.exp(m - m_new) if not upside_down else 0.0 if m == -math.inf else math.exp(m_new - m)
-    total = total * (factor if rescale else 1.0) + float(np.exp(block - m_new if shift else block).sum())
-    return (total, m_new) if swap else (m_new, total)
+    new_part = float(np.exp(block - m_new if shift else block).sum())
+    if rescale_new:
+        total = total + factor * new_part
+    else:
+        total = total * (factor if rescale else 1.0) + new_part
+    m_out = m if stale else m_new
+    return (total, m_out) if swap else (m_out, total)
 
 
 _RESCALE = ("you forgot to rescale l: the old sum was measured against m, so when the max grows to m_new it must "
@@ -250,6 +265,10 @@ UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
     ({"running": False, "rescale": False}, _BLOCK_ONLY),
     ({"swap": True}, "you returned (l_new, m_new); return the pair in the order (m_new, l_new)"),
     ({"upside_down": True}, _UPSIDE_DOWN),
+    ({"stale": True}, "you returned the old m, not m_new: the next step must start from the maximum of everything "
+                      "read so far, so return the new running maximum"),
+    ({"rescale_new": True}, "you put the factor exp(m - m_new) on the new block's sum; it belongs on the OLD sum l, "
+                            "which was measured against m. The new block is already measured against m_new"),
 )
 
 
@@ -285,6 +304,12 @@ def check_online_update(update: Any) -> Verdict:
     with np.errstate(all="ignore"):
         trace = _trace(question, update, what)
     if isinstance(trace, Verdict):
+        if "truth value of an array" in trace.message:
+            return failed(question, trace.message + ". Does your code compare the number m with the whole block, as in "
+                                    "max(m, block)? Take the block's largest score first: block.max()")
+        if "cannot be interpreted as an integer" in trace.message and "np.max(" in _source(update).replace(" ", ""):
+            return failed(question, trace.message + ". np.max(a, b) reads b as an AXIS; the larger of two numbers is "
+                                    "max(a, b) or np.maximum(a, b)")
         return trace
     right = _trace(question, _update, what)
     assert not isinstance(right, Verdict)
@@ -303,7 +328,7 @@ def check_online_update(update: Any) -> Verdict:
 
 def _tiled_variant(
     q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool = True, normalise: bool = True,
-    scale: bool = True, upside_down: bool = False, drop_last: bool = False,
+    scale: bool = True, upside_down: bool = False, drop_last: bool = False, divide_each_step: bool = False,
 ) -> Floats:
     """Tiled attention with one step optionally left out or wrong (to recognise that mistake):
     ``upside_down`` rescales by ``exp(m_new - m)`` (guarded so that the first block is not NaN),
@@ -326,8 +351,10 @@ def _tiled_variant(
         p = np.exp(s - new_max[..., None])
         running_sum = factor * running_sum + p.sum(axis=-1)
         acc = (factor[..., None] * acc if rescale else acc) + p @ v[..., start : start + block_size, :]
+        if divide_each_step:  # the output kept divided by the sum, without multiplying the old sum back
+            acc = acc / running_sum[..., None]
         running_max = new_max
-    return acc / running_sum[..., None] if normalise else acc
+    return acc / running_sum[..., None] if normalise and not divide_each_step else acc
 
 
 _TILED_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows the old sum and output; they were "
@@ -349,6 +376,10 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
          "you forgot the final division: the accumulated output must be divided by the running sum l"),
         (lambda: _tiled_variant(q, k, v, block_size, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
         (lambda: _tiled_variant(q, k, v, block_size, upside_down=True), _TILED_UPSIDE_DOWN),
+        (lambda: _tiled_variant(q, k, v, block_size, divide_each_step=True),
+         "you divide the running output by the running sum in every step, but the old output was already divided by "
+         "the OLD sum: multiply it back by that sum (and the rescale) before adding the new block, or, simpler, keep "
+         "the output un-divided and divide once after the loop"),
         (lambda: _tiled_variant(q, k, v, block_size, drop_last=True) if S % block_size else None,
          f"your loop drops the short last block of keys: with S = {S} and blocks of {block_size} the last block "
          f"holds {S % block_size} key(s). Loop with range(0, S, block_size): slicing past the end simply gives a "
@@ -431,6 +462,9 @@ def check_tiled_attention(tiled: Any) -> Verdict:
         with np.errstate(all="ignore"):
             returned = function_answer(question, tiled, (q.copy(), k.copy(), v.copy(), block), what)
         if isinstance(returned, Verdict):
+            if "raised" in returned.message and _uses_dot_t(tiled):
+                return failed(question, returned.message + "; .T reverses EVERY axis of an array with leading axes: "
+                                                           "use np.swapaxes(x, -1, -2)")
             return returned
         kind = same_kind(question, returned, q)
         if kind is not None:
@@ -461,3 +495,159 @@ def check_tiled_attention(tiled: Any) -> Verdict:
     return passed(question, f"equal to ordinary attention (also with a short last block), and on T = {T}, S = {S} "
                             f"with blocks of 64 its peak memory "
                             f"stayed below half of one (T, S) float64 matrix ({full:,} bytes)")
+
+
+# ----- the tile of the backward pass ---------------------------------------------------------------
+def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *,
+                  weights: str = "lse", d_term: str = "row", shape: str = "right", scale_scores: bool = True,
+                  scale_grads: bool = True, d: int | None = None) -> tuple[Floats, Floats, Floats]:
+    """One tile's shares ``(dq, dk, dv)``, or a known mistake: ``weights`` "lse" (right), "exp" (no
+    logsumexp subtracted), "softmax" (a softmax over the tile's keys only); ``d_term`` "row" (right),
+    "tile" (D summed over this tile's keys only), "none" (dz = p * dp), "no_p" (dz = dp - D), "sign";
+    ``d``: the width the scale is taken from (a width hard-coded from elsewhere), ``None``: q's own."""
+    scale = 1.0 / math.sqrt(d or q.shape[-1])
+    kt = np.swapaxes(k, -1, -2)
+    z = (q @ kt) * (scale if scale_scores else 1.0)  # (..., t, n)
+    if weights == "lse":
+        p = np.exp(z - lse[..., None])
+    elif weights == "exp":
+        p = np.exp(z)
+    else:
+        p = np.exp(z - z.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+    dp = do @ np.swapaxes(v, -1, -2)  # (..., t, n)
+    D = {"tile": (p * dp).sum(axis=-1), "row": row_dot}.get(d_term, row_dot)[..., None]
+    dz = {"none": p * dp, "no_p": dp - D, "sign": p * (D - dp)}.get(d_term, p * (dp - D))
+    g = scale if scale_grads else 1.0
+    return g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q), np.swapaxes(p, -1, -2) @ do
+
+
+# (leading axes, t queries, n keys, d, d_v) of the tiles the checker hands over: the first is the
+# notebook's own problem (Your turn 3's sizes), the others differ in every size, and t != n everywhere.
+TILE_PROBLEMS = (((2, 3), 3, 4, 5, 2), ((2,), 4, 3, 6, 5), ((), 2, 5, 3, 4))
+TILE_SEEDS = (30, 31, 32)
+
+
+def tile_problem(index: int) -> dict[str, Floats]:
+    """The inputs of one tile, from a full problem of ``T = 2t + 1`` queries and ``S = 3n`` keys: the tile
+    of query block 0 and key block 1, with the whole problem's ``logsumexp`` and ``D`` (``row_dot``)."""
+    lead, t, n, d, d_v = TILE_PROBLEMS[index]
+    rng = np.random.default_rng(TILE_SEEDS[index])
+    T, S = 2 * t + 1, 3 * n
+    q, k = rng.normal(size=(*lead, T, d)) * 1.5, rng.normal(size=(*lead, S, d)) * 1.5
+    v, do = rng.normal(size=(*lead, S, d_v)), rng.normal(size=(*lead, T, d_v))
+    z = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)
+    top = z.max(axis=-1, keepdims=True)
+    lse = (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
+    out = np.exp(z - lse[..., None]) @ v
+    return {"q_i": q[..., :t, :], "k_j": k[..., n : 2 * n, :], "v_j": v[..., n : 2 * n, :],
+            "do_i": do[..., :t, :], "lse_i": lse[..., :t], "row_dot_i": (do * out).sum(axis=-1)[..., :t]}
+
+
+_TILE_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
+    ({"d_term": "tile"}, "you summed D = rowsum(p * dp) over this tile's keys only; a row's D sums over ALL its keys, "
+                         "which no tile holds. That is why the backward uses row_dot_i = rowsum(dO * O), computed once "
+                         "from the output (section 7's derivation)"),
+    ({"weights": "softmax"}, "your weights are a softmax over this tile's keys only; each row must be normalised over "
+                             "all S keys: exp(score - lse_i) does that, because lse_i came from the whole row"),
+    ({"weights": "exp"}, "your weights are exp(score) without the logsumexp subtracted: p = exp(score - lse_i)"),
+    ({"d_term": "none"}, "you left D out: dz = p * (dp - row_dot_i); the softmax's backward subtracts each row's D"),
+    ({"d_term": "no_p"}, "dz must be multiplied by the weights: dz = p * (dp - row_dot_i)"),
+    ({"d_term": "sign"}, "the sign of dz is flipped: dz = p * (dp - row_dot_i), not p * (row_dot_i - dp)"),
+    ({"scale_scores": False}, "you forgot the 1/sqrt(d) scale on the scores before exp: the forward's lse_i was "
+                              "computed from scaled scores"),
+    ({"scale_grads": False}, "dq and dk miss the factor 1/sqrt(d): the scores are scale * q k^T, so the chain rule "
+                             "brings the scale into both"),
+)
+
+
+def _judge_tile(question: str, result: Any, problem: dict[str, Floats]) -> Verdict | None:
+    """``None`` when ``result`` is this tile's right ``(dq, dk, dv)`` shares; a failed `Verdict` naming the mistake."""
+    args = tuple(problem.values())
+    right = _tile_variant(*args)
+    names = ("dq_i", "dk_j", "dv_j")
+    try:
+        parts = [np.asarray(part) for part in result]
+    except Exception:  # not a sequence of arrays: say what came back
+        return failed(question, f"expected the triple (dq_i, dk_j, dv_j), got {type(result).__name__}")
+    if len(parts) != 3:
+        return failed(question, f"expected the triple (dq_i, dk_j, dv_j), got {len(parts)} value(s)")
+    if all(same(a, b) for a, b in zip(parts, right, strict=True)):
+        return None
+    for order in ((1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)):
+        if all(same(parts[i], right[j]) for i, j in enumerate(order)):
+            return failed(question, "right numbers, wrong order: return (dq_i, dk_j, dv_j), the shares of the "
+                                    "query block, then the key block, then the value block")
+    for flags, message in _TILE_MISTAKES:
+        with np.errstate(all="ignore"):
+            wrong = _tile_variant(*args, **flags)
+        if all(same(a, b) for a, b in zip(parts, wrong, strict=True)):
+            return failed(question, message)
+        if flags.get("d_term") and same(parts[2], right[2]) and same(parts[0], wrong[0]):
+            return failed(question, "dv_j is right; " + message)
+    lead = problem["q_i"].shape[:-2]
+    for name, part, good in zip(names, parts, right, strict=True):
+        if part.shape != good.shape:
+            hint = ""
+            if lead and part.shape == good.shape[::-1][: part.ndim]:
+                hint = "; .T reverses EVERY axis of an array with leading axes: use np.swapaxes(x, -1, -2)"
+            return failed(question, f"{name} has shape {part.shape}, expected {good.shape}{hint}")
+    wrong_parts = [name for name, part, good in zip(names, parts, right, strict=True) if not same(part, good)]
+    return failed(question, f"right shapes, wrong numbers in {', '.join(wrong_parts)}: compare each with the "
+                            "derivation of section 7 (dv from p and dO; dz from p, dp and D; dq and dk from dz)")
+
+
+def check_tile_grads(tile_grads: Any) -> Verdict:
+    """Question "tile grads": ``tile_grads(q_i, k_j, v_j, do_i, lse_i, row_dot_i) -> (dq_i, dk_j, dv_j)``,
+    one tile's shares of the gradients, with the weights recomputed from the logsumexp.
+
+    Run on three tiles of different sizes (the first is the notebook's). Recognises: D summed over the
+    tile only, a softmax over the tile only, no logsumexp, D left out, the weights left out of dz, the
+    sign of dz, the scale left out of the scores or of dq and dk, ``.T`` on arrays with leading axes, the
+    three results in another order, a scale hard-coded from the notebook's ``d``, and the library's
+    backward functions called.
+    """
+    question = "tile grads"
+    what = "tile_grads(q_i, k_j, v_j, do_i, lse_i, row_dot_i) returning (dq_i, dk_j, dv_j)"
+    if tile_grads is not None and not (callable(tile_grads) and is_blank(tile_grads)):
+        refused = forbidden_call(question, tile_grads, "tiled_attention_backward", "attention_backward")
+        if refused is not None:
+            return refused
+    for index in range(len(TILE_PROBLEMS)):
+        problem = tile_problem(index)
+        with np.errstate(all="ignore"):
+            result = function_answer(question, tile_grads, tuple(a.copy() for a in problem.values()), what)
+        if isinstance(result, Verdict):
+            if "raised" in result.message and _uses_dot_t(tile_grads):
+                return failed(question, result.message + "; .T reverses EVERY axis of an array with leading axes: "
+                                                         "use np.swapaxes(x, -1, -2)")
+            return result
+        verdict = _judge_tile(question, result, problem)
+        if verdict is None:
+            continue
+        if index > 0:
+            first_d = TILE_PROBLEMS[0][3]
+            d = problem["q_i"].shape[-1]
+            parts = [np.asarray(part) for part in result]
+            hard = _tile_variant(*problem.values(), d=first_d)
+            if len(parts) == 3 and all(same(a, b) for a, b in zip(parts, hard, strict=True)):
+                return failed(question, f"right on the notebook's tile, wrong on a tile with d = {d}: your scale "
+                                        f"uses d = {first_d} from the notebook; take it from q_i.shape[-1]")
+            return failed(question, f"right on the notebook's tile, but not on a tile of other sizes ({d=}): "
+                          + verdict.message)
+        return verdict
+    return passed(question, "the shares of dq, dk and dv are right on three tiles of different sizes: summed over "
+                            "the tiles, they give the whole gradient without a (T, S) array")
+
+
+def _uses_dot_t(function: Any) -> bool:
+    """Whether the learner's code writes ``x.T`` (which reverses every axis of an array with leading axes)."""
+    return re.search(r"\.T\b", _source(function)) is not None
+
+
+def _source(function: Any) -> str:
+    """The source of the learner's function, or "" when Python cannot find it."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""

@@ -92,6 +92,14 @@ def _cache_verdict(
         (right // layers, f"that is one layer's share; every one of the {layers} layers keeps its own cache"),
         (right // bytes_per_element,
          f"you counted elements, not bytes: each element takes {bytes_per_element} bytes"),
+        *[(right * size // bytes_per_element, message) for size, message in (
+            (4, f"you took 4 bytes per element (float32); the cache here is {bytes_per_element * 8}-bit, "
+                f"{bytes_per_element} bytes per element"),
+            (bytes_per_element * 8, f"you counted {bytes_per_element * 8} per element: that is bits; "
+                                    f"an element takes {bytes_per_element} bytes"),
+            (1, f"you took 1 byte per element (an 8-bit cache); here each element takes {bytes_per_element} bytes"),
+        ) if size != bytes_per_element],
+        (right * 8, "that is the size in bits; a byte is 8 bits"),
         (right / 2**30, "that is the size in GiB; give it in bytes"),
         (right / 2**20, "that is the size in MiB; give it in bytes"),
     ]
@@ -103,6 +111,10 @@ def _cache_verdict(
                             f"you kept {kept - 1} tokens, the window minus one: the window of W = {window} "
                             f"positions t - W + 1 .. t includes the query's own token, so the rolling buffer "
                             f"holds W = {window} tokens (section 7)"))
+        mistakes.insert(2, (right * (kept + 1) // kept,
+                            f"you kept W + 1 = {kept + 1} tokens (positions t - W .. t, as the Mistral paper words "
+                            f"its window); the rolling buffer has W = {window} slots: token t overwrites token "
+                            f"t - W, so it holds W tokens"))
     if kept > 1:
         mistakes.append((right // kept, f"that is the cache of one token; each sequence holds {kept} tokens"))
     if batch > 1:
@@ -175,7 +187,9 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
         return given
     right = np.arange(heads) // g
     if given.shape != right.shape:
-        return failed(question, f"expected {heads} integers (one per query head), got shape {given.shape}")
+        per_kv = " one entry per K/V head;" if given.shape == (kv_heads,) and kv_heads != heads else ""
+        return failed(question, f"expected {heads} integers (one per query head), got shape {given.shape}:{per_kv} "
+                                f"query head i needs the number of the K/V head it reads")
     if same(given, right):
         return passed(question, f"query head i reads K/V head i // g with g={g}: {right.tolist()}")
     mistake = first_match(given, [
@@ -185,6 +199,10 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
         (np.arange(heads) // kv_heads,
          f"you divided by h_kv={kv_heads}; the run of query heads that share a K/V head has length g"),
         (right + 1, "you numbered the K/V heads from 1; they are numbered from 0"),
+        (right[::-1] if kv_heads not in (1, heads) else None,
+         "the order is reversed: query head 0 reads K/V head 0, the last query head the last K/V head"),
+        (np.arange(heads) // heads if kv_heads != 1 else None,
+         f"every query head gets K/V head 0: you divided by h={heads}; divide by the group size g"),
     ])
     return failed(question, mistake or f"{given.tolist()} is not right: heads 0 .. g-1 share K/V head 0, and so on")
 
@@ -219,13 +237,42 @@ def check_kv_head_function(function: Any) -> Verdict:
     for heads, kv_heads in ((8, 2), (6, 3), (12, 4), (4, 4), (4, 1)):
         result = function_answer(question, function, (heads, kv_heads), what)
         if isinstance(result, Verdict):
-            if not result.answered or (heads, kv_heads) == (8, 2):
-                return result
-            return failed(question, f"right for h=8, h_kv=2 but for h={heads}, h_kv={kv_heads}: {result.message}")
+            if not result.answered or not result.message.startswith("your function raised"):
+                if (heads, kv_heads) == (8, 2):  # not a function, or None returned: nothing about sizes
+                    return result
+            elif (heads, kv_heads) == (8, 2):
+                return failed(question, f"for h=8, h_kv=2: {result.message}{SIZES_ADVICE}")
+            return failed(question, f"right for h=8, h_kv=2 but for h={heads}, h_kv={kv_heads}: {result.message}"
+                                    f"{SIZES_ADVICE}")
         verdict = _mapping_verdict(question, result, heads, kv_heads)
         if not verdict:
-            return failed(question, f"for h={heads}, h_kv={kv_heads}: {verdict.message}")
+            generic = "is not right: heads 0" in verdict.message or (
+                verdict.message.startswith("expected") and "one entry per K/V head" not in verdict.message)
+            hard_coded = _hard_coded_mapping(result, heads, kv_heads) if generic else None
+            return failed(question, f"for h={heads}, h_kv={kv_heads}: {hard_coded or verdict.message}")
     return passed(question, "query head i reads K/V head i // g for every size tried, MHA (g=1) and MQA included")
+
+
+SIZES_ADVICE = (". A size written into the function, or read from the notebook's variables (h, h_kv, g, d_h ...), "
+                "works for one size only: take every size from the function's arguments")
+
+
+def _hard_coded_mapping(result: Any, heads: int, kv_heads: int) -> str | None:
+    """A diagnosis when ``result`` is the right mapping for some other, fixed size (a size written in)."""
+    try:
+        given = as_numpy(result)
+    except Exception:  # not an array: the ordinary verdict says so
+        return None
+    if given.ndim != 1 or given.dtype.kind not in "iu":
+        return None
+    for g in range(1, 17):
+        for n in range(1, 17):
+            if (n, g) != (heads, heads // kv_heads) and len(given) == n and same(given, np.arange(n) // g):
+                fixed = [f"g={g}"] if n == heads else [f"h={n}", f"g={g}"]
+                return (f"{given.tolist()} is the right answer for {', '.join(fixed)}, not for this size: it looks "
+                        f"like {' and '.join(fixed)} is written into your function (or taken from the notebook); "
+                        "compute g from heads and kv_heads")
+    return None
 
 
 def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
@@ -246,6 +293,9 @@ def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
          "K/V head of its group, so each head has to be repeated in place (np.repeat / repeat_interleave)"),
         (np.repeat(kv_array, g, axis=2), "you repeated along the token axis S (axis 2); the heads are axis 1"),
         (np.repeat(kv_array, g), "np.repeat without an axis flattens the array; name the head axis"),
+        (np.repeat(kv_array, g, axis=0), "you repeated along the batch axis B (axis 0); the heads are axis 1"),
+        (np.swapaxes(right, -1, -2),
+         "the heads are right but the last two axes are swapped, (B, h, d_h, S): keep (B, h, S, d_h)"),
         (np.repeat(kv_array, kv_heads, axis=1) if kv_heads != g else None,
          f"you repeated each head h_kv={kv_heads} times; each K/V head serves g={g} query heads"),
         (kv_array, f"these are still the h_kv={kv_heads} K/V heads; the query side needs one per query head"),
@@ -301,8 +351,13 @@ def check_pool_kv_columns(function: Any) -> Verdict:
         result = function_answer(question, function, (given_w, heads, kv_heads), what)
         case = f"for D={D}, h={heads}, h_kv={kv_heads}, d_h={d_h}"
         if isinstance(result, Verdict):
-            if not result.answered or D == 5:  # blank, or wrong on the first size already
+            if not result.answered:
                 return result
+            if D == 5:  # wrong on the first size already
+                if not result.message.startswith("your function raised"):
+                    return result
+                return failed(question, f"{case}: {result.message}; take D and d_h from w.shape and the head "
+                                        "counts from the arguments, not from the notebook's variables or one example")
             return failed(question, f"right for the first size but {case}: {result.message}; take D and d_h from "
                                     "w.shape and the head counts from the arguments, not from one example")
         given = array_answer(question, result, "an array")

@@ -21,6 +21,7 @@ from lessons_lib.checks import (
     as_numpy,
     failed,
     first_match,
+    forbidden_call,
     function_answer,
     int_answer,
     passed,
@@ -31,8 +32,10 @@ from lessons_lib.checks import (
 from lessons_lib.validation import check_int, head_width
 
 __all__ = [
+    "check_argmax_shares",
     "check_head_columns",
     "check_head_count",
+    "check_head_parts",
     "check_score_multiplies",
     "check_strongest_source",
     "check_weight_entries",
@@ -69,6 +72,9 @@ def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verd
         (B * h * T * T, "you used T twice: the maps are (T, S), queries by source positions, and the "
                         "key axis has S positions, not T"),
         (B * h * S * S, "you used S twice: the maps are (T, S), and the query axis has T positions, not S"),
+        (B * h * (T + S) ** 2, "you used T + S for both axes of a map; a map has T rows (queries) and S "
+                               "columns (source positions)"),
+        (B * h * (T + S), "you added T and S: a (T, S) map has T rows of S entries each, T * S entries"),
         (4 * right, "that is bytes in float32; the question asks for entries, not bytes"),
         (8 * right, "that is bytes in float64; the question asks for entries, not bytes"),
     ])
@@ -165,6 +171,10 @@ def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) 
         (B * h * T * T * d_h, "you used T twice: every query meets S keys, not T"),
         (B * h * S * S * d_h, "you used S twice: there are T queries, not S"),
         (h * T * S * d_h, "you left out the batch: each of the B sequences has its own scores"),
+        (B * h * (T + S) * d_h, "you added T and S: every one of the T queries meets every one of the S keys, "
+                                "T * S scores per head"),
+        (B * h * (T + S) ** 2 * d_h, "you used T + S for both query and key axes; there are T queries and S "
+                                     "keys"),
     ])
     return failed(question, mistake or f"{n} is not it: count the scores first, then the multiplications "
                                        f"inside one score")
@@ -252,3 +262,238 @@ def _strongest_verdict(question: str, function: Any, weights: NDArray[np.float64
     return failed(question, mistake or f"expected one source position per sequence and query, shape "
                                        f"(B, T) = ({_B}, {_T}) here, where weights is {weights.shape}; "
                                        f"got shape {got.shape}")
+
+
+# ----- every head's part of the output (Your turn 1) ---------------------------------------------
+# The problems `head_parts` is run on, (B, h, T, d_h): no size is the lesson's (h = 4, d_h = 4, D = 16)
+# and the second differs from the first in every size, so nothing can be hard-coded.
+_PART_PROBLEMS = ((2, 3, 5, 2), (3, 5, 4, 3))
+_LESSON_PART = (2, 4, 8, 4)  # the lesson's sizes: a function that only works there hard-codes them
+
+
+def _part_problem(B: int, h: int, T: int, d_h: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(B, h, T, d_h)), rng.normal(size=(h * d_h, h * d_h))
+
+
+def _works_at_lesson_sizes(function: Any, check: Any) -> bool:
+    """True when ``check(function)`` passes on a lesson-sized problem: the learner's sizes are the lesson's."""
+    try:
+        return bool(check(function).ok)
+    except Exception:  # the learner's function may raise anything
+        return False
+
+
+def check_head_parts(function: Any) -> Verdict:
+    """Question "head parts": ``function(head_out (B, h, T, d_h), wo (D, D)) -> (B, h, T, D)``: every head's
+    share of the layer output at once, head ``i``'s output times its rows ``i*d_h:(i+1)*d_h`` of ``wo``
+    (as `inspect_heads.head_parts`).
+
+    Run on two problems of its own (no size is the lesson's). Recognises: the parts summed (the layer
+    output), columns of ``wo`` instead of rows (or ``wo.T``), every h-th row, the outputs before ``wo``,
+    a division by ``h``, the heads on the wrong axis, one head only, a torch tensor returned, the
+    library's `inspect_heads.head_parts` called, and sizes taken from the lesson.
+    """
+    question = "head parts"
+    forbidden = forbidden_call(question, function, "head_parts")
+    if forbidden is not None:
+        return forbidden
+    verdict = failed(question, "no problem tried")
+    for seed, (B, h, T, d_h) in enumerate(_PART_PROBLEMS, start=11):
+        verdict = _parts_verdict(question, function, *_part_problem(B, h, T, d_h, seed))
+        if not verdict.ok:
+            if not verdict.answered:
+                return verdict
+            lesson_problem = _part_problem(*_LESSON_PART, 99)
+            if _works_at_lesson_sizes(function, lambda f, p=lesson_problem: _parts_verdict(question, f, *p)):
+                return failed(question, "right at the lesson's sizes (h = 4, d_h = 4, D = 16) but not at "
+                                        f"h = {h}, d_h = {d_h}, D = {h * d_h}: a size is written into the "
+                                        "function; take h and d_h from head_out.shape")
+            if seed == 11:
+                return verdict
+            return failed(question, f"right on a first problem but not with h = {h}, d_h = {d_h}: "
+                                    f"{verdict.message}; take every size from the arrays")
+    return verdict
+
+
+def _parts_verdict(question: str, function: Any, head_out: NDArray[np.float64], wo: NDArray[np.float64]) -> Verdict:
+    _, h, _, d_h = head_out.shape
+    D = wo.shape[1]
+    what = "the body: every head's output times its rows of wo, shape (B, h, T, D)"
+    result = function_answer(question, function, (head_out.copy(), wo.copy()), what)
+    if isinstance(result, Verdict):
+        if result.answered and "raised" in result.message and any(
+            word in result.message for word in ("matmul", "shapes", "broadcast", "operand")
+        ):
+            return failed(question, "a shape error: head i's output is (B, T, d_h), so the block of wo it "
+                                    "multiplies must be (d_h, D), d_h of wo's rows (rows read the concatenated "
+                                    "heads); " + result.message)
+        return result
+    got = array_answer(question, result, "an array of shape (B, h, T, D)")
+    if isinstance(got, Verdict):
+        return got
+
+    def parts(rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``rows (h, d_h, D)`` -> ``(B, h, T, D)``."""
+        product: NDArray[np.float64] = np.einsum("bhtd,hdo->bhto", head_out, rows)
+        return product
+
+    right = parts(wo.reshape(h, d_h, D))
+    if same(got, right):
+        kind = same_kind(question, result, head_out) if hasattr(result, "detach") else None
+        if kind is not None:
+            return kind
+        return passed(question, "head i's output through wo's rows i*d_h:(i+1)*d_h, for every head: the parts "
+                                "add up to the layer output")
+    candidates: list[tuple[Any, str]] = [
+        (lambda: right.sum(axis=1), "you summed the parts: that is the whole layer output, (B, T, D); keep one "
+                                    "part per head, (B, h, T, D)"),
+        (lambda: parts(wo.reshape(D, h, d_h).transpose(1, 2, 0)), "those come from wo's columns (or rows of "
+                                                                   "wo.T); in the (in, out) layout head i owns d_h "
+                                                                   "rows of wo, the rows its features are read by"),
+        (lambda: parts(wo.reshape(d_h, h, D).transpose(1, 0, 2)), "those use every h-th row of wo; a head owns one "
+                                                                   "contiguous block of d_h rows"),
+        (lambda: right / h, "right direction, but divided by h: the layer adds the heads' parts, it does not "
+                            "average them"),
+        (lambda: right.transpose(0, 2, 1, 3), "right numbers, but (B, T, h, D): put the heads on axis 1"),
+        (lambda: right[:, 0], "that is head 0's part only; return every head's, (B, h, T, D)"),
+        (lambda: head_out, "those are the heads' outputs before W_o, (B, h, T, d_h); each goes through its rows "
+                           "of wo"),
+    ]
+    mistake = first_match(got, candidates)
+    if mistake is None and got.shape == right.shape:
+        wrong = [i for i in range(h) if not same(got[:, i], right[:, i])]
+        mistake = (f"right shape (B, h, T, D), but the parts of heads {wrong} are not right: head i's output "
+                   f"times wo's rows i*d_h:(i+1)*d_h")
+    return failed(question, mistake or f"expected shape (B, h, T, D) = {right.shape}, got {got.shape}")
+
+
+# ----- roles from the argmax (Your turn 2) ---------------------------------------------------------
+# The problems `argmax_shares` is run on, (B, h, T, seed): weights with one planted relationship per
+# head (previous, next, marker, then none), sharp enough that every mistake below changes the numbers.
+_SHARE_PROBLEMS = ((6, 4, 6, 21), (5, 5, 7, 22))
+_LESSON_SHARES = (4, 4, 8, 23)
+
+
+def _share_problem(B: int, h: int, T: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    rng = np.random.default_rng(seed)
+    marker = rng.integers(0, T, size=B)
+    logits = 1.5 * rng.normal(size=(B, h, T, T))
+    t = np.arange(T)
+    hit = rng.random(size=(B, T)) < 0.7  # the planted relationship wins about 70 % of the queries
+    for i in range(h):
+        kind = i % 4
+        for b in range(B):
+            for q in range(T):
+                target = (q - 1, q + 1, int(marker[b]), -1)[kind]
+                if hit[b, q] and 0 <= target < T:
+                    logits[b, i, q, target] += 4.0
+    del t
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    normalised: NDArray[np.float64] = weights / weights.sum(axis=-1, keepdims=True)
+    return normalised, marker.astype(np.int64)
+
+
+def _shares(weights: NDArray[np.float64], marker: NDArray[np.int64], axis: int = -1,
+            previous_all: bool = False, next_all: bool = False, swap: bool = False) -> NDArray[np.float64]:
+    """The reference and its mistaken variants (``axis`` of the argmax, queries counted, rows swapped)."""
+    B, _, T, _ = weights.shape
+    best = weights.argmax(axis=axis)  # (B, h, T)
+    t = np.arange(T)
+    prev = (best[:, :, 1:] == t[1:] - 1).sum(axis=(0, 2)) / (B * (T if previous_all else T - 1))
+    following = (best[:, :, :-1] == t[:-1] + 1).sum(axis=(0, 2)) / (B * (T if next_all else T - 1))
+    marked = (best == marker[:, None, None]).mean(axis=(0, 2))
+    rows = [following, prev] if swap else [prev, following]
+    return np.stack([*rows, marked])
+
+
+def check_argmax_shares(function: Any) -> Verdict:
+    """Question "argmax shares": ``function(weights (B, h, T, T), marker (B,)) -> (3, h)``: per head, the
+    share of queries whose strongest position is ``t - 1`` (over ``t >= 1``), ``t + 1`` (over
+    ``t <= T - 2``) and the marked position (over all ``t``), as `inspect_heads.argmax_shares`.
+
+    Run on two problems of its own (no size is the lesson's). Recognises: mean weights instead of
+    argmax shares, the argmax over the query axis, previous and next swapped, query 0 (or T-1) counted,
+    counts instead of shares, the result transposed, heads averaged first, the marker compared on the
+    wrong axis, the library's function called, and sizes taken from the lesson.
+    """
+    question = "argmax shares"
+    forbidden = forbidden_call(question, function, "argmax_shares")
+    if forbidden is None:
+        why = "which measures mean weights: this question counts argmaxes"
+        forbidden = forbidden_call(question, function, "head_behaviour", why=why)
+    if forbidden is not None:
+        return forbidden
+    verdict = failed(question, "no problem tried")
+    for number, (B, h, T, seed) in enumerate(_SHARE_PROBLEMS):
+        weights, marker = _share_problem(B, h, T, seed)
+        verdict = _shares_verdict(question, function, weights, marker)
+        if not verdict.ok:
+            if not verdict.answered:
+                return verdict
+            lesson_maps = _share_problem(*_LESSON_SHARES)
+            if _works_at_lesson_sizes(function, lambda f, p=lesson_maps: _shares_verdict(question, f, *p)):
+                return failed(question, f"right at the lesson's sizes (h = 4, T = 8) but not at h = {h}, "
+                                        f"T = {T}: a size is written into the function; take B, h and T from "
+                                        "weights.shape")
+            if number == 0:
+                return verdict
+            return failed(question, f"right on a first problem but not on weights of shape {weights.shape}: "
+                                    f"{verdict.message}; take every size from weights itself")
+    return verdict
+
+
+def _shares_verdict(question: str, function: Any, weights: NDArray[np.float64], marker: NDArray[np.int64]) -> Verdict:
+    B, h, T, _ = weights.shape
+    what = "the body: a (3, h) array of shares (rows previous, next, marker)"
+    result = function_answer(question, function, (weights.copy(), marker.copy()), what)
+    if isinstance(result, Verdict):
+        return result
+    if isinstance(result, dict):
+        return failed(question, "a dict, as head_behaviour returns; this question asks for one (3, h) array, "
+                                "rows previous, next, marker (np.stack the three)")
+    got = array_answer(question, result, "a (3, h) array")
+    if isinstance(got, Verdict):
+        return got
+    right = _shares(weights, marker)
+    if same(got, right):
+        kind = same_kind(question, result, weights) if hasattr(result, "detach") else None
+        if kind is not None:
+            return kind
+        return passed(question, "the argmax of every row, then per head the share of queries on t - 1, t + 1 "
+                                "and the marker: a head's favourite place, whatever its weight there")
+    t = np.arange(T - 1)
+    mean_weights = np.stack([
+        weights[:, :, t + 1, t].mean(axis=(0, 2)),
+        weights[:, :, t, t + 1].mean(axis=(0, 2)),
+        weights[np.arange(B), :, :, marker].mean(axis=(0, 2)),
+    ])
+    candidates: list[tuple[Any, str]] = [
+        (mean_weights, "those are mean weights (what head_behaviour measures); the question counts how often "
+                       "each relationship holds a row's largest weight (an argmax), whatever its size"),
+        (lambda: _shares(weights, marker, axis=-2), "you took the argmax over axis -2 (the queries): a "
+                                                    "query's weights run along its row, the last axis"),
+        (lambda: _shares(weights, marker, swap=True), "previous and next are swapped: query t's previous "
+                                                      "position is t - 1, a column to the left of the diagonal"),
+        (lambda: _shares(weights, marker, previous_all=True), "you divided the previous-token count by all T "
+                                                              "queries; query 0 has no previous position, so "
+                                                              "count over t >= 1 only"),
+        (lambda: _shares(weights, marker, next_all=True), "you divided the next-token count by all T queries; "
+                                                          "the last query has no next position, so count over "
+                                                          "t <= T - 2 only"),
+        (lambda: _shares(weights, marker, previous_all=True, next_all=True),
+         "you divided by all T queries for previous and next; query 0 has no previous and query T-1 no next "
+         "position: count each over the queries that have one"),
+        (lambda: right * np.array([[B * (T - 1)], [B * (T - 1)], [B * T]]), "those are counts; divide each by "
+                                                                            "the number of queries it was "
+                                                                            "counted over"),
+        (lambda: right.T, "right numbers, transposed: return (3, h), one row per relationship"),
+        (lambda: _shares(weights.mean(axis=1, keepdims=True), marker)[:, 0],
+         "you averaged over the heads first: that is the blurred map of section 2; measure each head"),
+    ]
+    mistake = first_match(got, candidates)
+    if mistake is None and got.shape == right.shape:
+        row = int(np.abs(got - right).max(axis=1).argmax())
+        mistake = (f"right shape (3, h), but row {row} ({('previous', 'next', 'marker')[row]}) is not right; the "
+                   "other rows may be")
+    return failed(question, mistake or f"expected shape (3, h) = (3, {h}), got {got.shape}")

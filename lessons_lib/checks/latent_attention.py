@@ -44,8 +44,10 @@ __all__ = [
     "check_absorbed_query_weight",
     "check_absorbed_score_cost",
     "check_equivalent_kv_heads",
+    "check_latent_as_mqa",
     "check_latent_scores",
     "check_mla_cache_elements",
+    "check_query_latent_scores",
     "check_rebuilt_keys",
 ]
 
@@ -72,9 +74,9 @@ def check_rebuilt_keys(
             hand-built layer, with the same shapes), to recognise them used by mistake.
 
     Recognises: the value up-projection used, section 1's latent or key up-projection used, head 0's
-    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, each head's keys
-    transposed ``(B, h, d_nope, T)``, heads concatenated ``(B, T, h * d_nope)``, one head only, and
-    the heads summed.
+    up-projection for every head, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
+    d_nope)`` (a list of per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads
+    concatenated ``(B, T, h * d_nope)``, one head only, and the heads summed.
     """
     question = "rebuilt keys"
     c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
@@ -120,6 +122,9 @@ def check_rebuilt_keys(
          "you concatenated the heads into (B, T, h * d_nope); keep the heads as their own axis"),
         (right[:, 0], "that is head 0 only; every head has its own w_uk[i], stack them all"),
         (right.sum(axis=1), "you summed over the heads; every head keeps its own keys"),
+        (right.transpose(1, 0, 2, 3),
+         "your heads axis comes first, (h, B, T, d_nope), as a plain list of per-head arrays or np.stack(..., "
+         "axis=0) gives; stack the heads at axis 1: (B, h, T, d_nope)"),
     ]
     mistake = first_match(a, candidates)
     return failed(
@@ -355,7 +360,7 @@ def _other_sizes_problem(question: str, function: Any, what: str, lesson_failure
 
 _BATCH_AXIS = ("the latent (B, S, d_c) has no heads axis, so (B, h, T, d_c) @ (B, d_c, S) lines its batch axis up "
                "with the heads axis (with B = 1 NumPy broadcasts it and the bug hides); give the latent a heads axis "
-               "of size 1, latent[:, None], before the product (as section 2's code does)")
+               "of size 1, latent[:, None], before the product")
 
 
 def check_mla_cache_elements(
@@ -450,12 +455,14 @@ def check_mla_cache_elements(
 
 def check_equivalent_kv_heads(
     answer: Any, *, latent_width: int, rope_width: int, head_dim: int, kv_heads: int | None = None,
-    layers: int | None = None,
+    layers: int | None = None, rule_head_dim: int | None = None,
 ) -> Verdict:
     """Question "GQA equivalent": ``(d_c + d_rope) / (2 * d_h)`` KV heads give the same cache.
 
     ``kv_heads`` (optional) is the config's ``num_key_value_heads``, to recognise it handed in;
-    ``layers`` (optional) recognises MLA's cache over all layers divided by one layer's KV head.
+    ``layers`` (optional) recognises MLA's cache over all layers divided by one layer's KV head;
+    ``rule_head_dim`` (optional, ``D // h``) recognises heads of the series' width ``D / h`` in place of
+    the model's real head width ``head_dim``.
     The lesson prints the answer with 2 decimals; an answer rounded to them is accepted.
 
     Recognises: the factor 2 forgotten (K and V), the rotary key forgotten, both forgotten, the
@@ -468,6 +475,7 @@ def check_equivalent_kv_heads(
     head_dim = check_int("head_dim", head_dim)
     kv_heads = None if kv_heads is None else check_int("kv_heads", kv_heads)
     layers = None if layers is None else check_int("layers", layers)
+    rule_head_dim = None if rule_head_dim is None else check_int("rule_head_dim", rule_head_dim)
     a = number_answer(question, answer, what)
     if isinstance(a, Verdict):
         return a
@@ -493,6 +501,11 @@ def check_equivalent_kv_heads(
                       "compare one layer with one layer")
         mistakes += [(layers * right, all_layers), (layers * mla / head_dim, all_layers + ", and a GQA KV head "
                                                                              "holds a key AND a value")]
+    if rule_head_dim is not None and rule_head_dim != head_dim:
+        narrow = (f"you gave the KV heads the width D / h = {rule_head_dim}, the series' rule; DeepSeek-V2's heads "
+                  f"are {head_dim} wide (section 6), and the question asks for KV heads of width HEAD_DIM")
+        mistakes += [(mla / (2 * rule_head_dim), narrow),
+                     (mla / rule_head_dim, narrow + ", and a GQA KV head caches a key AND a value")]
     mistake = first_match(a, mistakes)
     if mistake is None and a in (math.floor(right), math.ceil(right)) and right != int(right):
         mistake = ("you rounded to a whole number of heads; the question asks for the exact ratio, which need not "
@@ -564,3 +577,282 @@ def check_absorbed_score_cost(
         mistake or "not a count we recognise: how many features does one absorbed score compare, "
         "and how many scores does one query need in one layer?",
     )
+
+
+# ----- scores against the latent, the key up-projection applied to the query at run time -----------
+class _Tracked(np.ndarray):  # type: ignore[type-arg]
+    """An array that records the shape of every array computed from it (its ``log``), so that a
+    checker can see whether the learner's code built an array shaped like the keys."""
+
+    log: list[tuple[int, ...]]
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.log = getattr(obj, "log", [])
+
+    def _wrap(self, result: Any) -> Any:
+        if isinstance(result, np.ndarray):
+            self.log.append(tuple(result.shape))
+            tracked = result.view(_Tracked)
+            tracked.log = self.log
+            return tracked
+        return result
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = tuple(np.asarray(v) if isinstance(v, _Tracked) else v for v in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(np.asarray(v) if isinstance(v, _Tracked) else v for v in kwargs["out"])
+        return self._wrap(getattr(ufunc, method)(*plain, **kwargs))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        def plain(value: Any) -> Any:
+            if isinstance(value, _Tracked):
+                return value.view(np.ndarray)
+            if isinstance(value, (list, tuple)):
+                return type(value)(plain(v) for v in value)
+            return value
+        return self._wrap(func(*plain(args), **plain(kwargs)))
+
+
+def _query_problem(x: Floats, w_dkv: Floats, w_q: Floats, w_uk: Floats, context: Floats | None = None
+                   ) -> tuple[tuple[Floats, ...], Floats]:
+    """The arguments ``(q, latent, w_uk)`` of a run-time latent-scores function and the explicit scores."""
+    (_, latent, _), explicit = _scores_problem(x, w_dkv, w_q, w_uk, context)
+    q = np.einsum("btd,hdn->bhtn", x, w_q)  # (B, h, T, d_nope)
+    return (q, latent, w_uk.copy()), explicit
+
+
+_QUERY_SIZES = (dict(B=1, T=3, S=5, D=5, h=3, d_c=2, d_nope=7), dict(B=2, T=4, S=7, D=9, h=5, d_c=3, d_nope=2))
+
+
+def _built_keys(function: Any, args: tuple[Floats, ...]) -> bool:
+    """Whether ``function(q, latent, w_uk)`` computes an array shaped like the keys ``(..., S, d_nope)``
+    from ``w_uk`` (which it is handed as a `_Tracked` array)."""
+    q, latent, w_uk = args
+    tracked = w_uk.copy().view(_Tracked)
+    tracked.log = []
+    try:
+        with np.errstate(all="ignore"):
+            function(q.copy(), latent.copy(), tracked)
+    except Exception:  # the learner's code may raise anything; other checks report it
+        return False
+    S, d_nope = latent.shape[1], w_uk.shape[2]
+    return any(len(shape) >= 2 and shape[-2:] in ((S, d_nope), (d_nope, S)) for shape in tracked.log)
+
+
+def check_query_latent_scores(function: Any, x: Any, w_dkv: Any, w_q: Any, w_uk: Any) -> Verdict:
+    """Question "scores against the latent": ``function(q, latent, w_uk)`` returns the raw scores
+    ``(B, h, T, S)`` of every head, ``(q_i @ w_uk[i].T) @ latent.T``, WITHOUT building any key.
+
+    Called with ``q = x @ w_q[i]`` per head ``(B, h, T, d_nope)``, ``latent = x @ w_dkv (B, S, d_c)``
+    and ``w_uk (h, d_c, d_nope)``, compared with the explicit scores ``q_i @ k_i.T``, then run on two
+    problems of other sizes (``T != S``, a batch of 2). ``w_uk`` is handed in as an array that records
+    what is computed from it, which shows keys ``latent @ w_uk[i]`` built (the explicit route).
+
+    Recognises: keys built (right numbers, wrong route), the heads summed, one head only, each head's
+    scores transposed, a scale of ``1/sqrt(d_nope)`` or ``1/sqrt(d_c)``, ``w_uk`` used without its
+    transpose, the notebook's variables read inside the function, and the latent's missing heads axis.
+    """
+    question = "scores against the latent"
+    xs = reference_array("x", x, "(B, T, D)", rank=3)
+    wdkv = reference_array("w_dkv", w_dkv, "(D, d_c)", rank=2)
+    wq = reference_array("w_q", w_q, "(h, D, d_nope)", rank=3)
+    wuk = reference_array("w_uk", w_uk, "(h, d_c, d_nope)", rank=3)
+    args, right = _query_problem(xs, wdkv, wq, wuk)
+    what = "the body of your function: it returns the raw scores (B, h, T, S) of every head against the latent"
+    a = _run_scores(question, function, args, what)
+    d_c, d_nope = wuk.shape[1], wuk.shape[2]
+    if isinstance(a, Verdict) and a.answered and "your function raised" in a.message:
+        if "matmul" in a.message or "einsum" in a.message or "operands could not" in a.message:
+            return failed(question, f"{a.message}. Check the product with w_uk: each head's w_uk[i] is (d_c, d_nope) "
+                                    f"= ({d_c}, {d_nope}), so a query of width d_nope meets it transposed, "
+                                    "q_i @ w_uk[i].T, which gives d_c latent features")
+        batch = _query_other_sizes(question, function, what, a.message, xs.shape[0])
+        return a if batch is None else batch
+    if isinstance(a, Verdict):
+        return a
+    if not same(a, right):
+        mistake = first_match(a, [
+            (right.sum(axis=1), "you summed over the heads; every head has its own scores, (B, h, T, S)"),
+            (right[:, 0], "that is head 0 only; keep every head: (B, h, T, S)"),
+            (np.swapaxes(right, -1, -2),
+             "each head's scores are transposed, (B, h, S, T); rows are queries, columns are latents"),
+            (right / math.sqrt(d_nope), "you scaled by 1/sqrt(d_nope): right for attention, but the question asks "
+                                        "for the raw scores; leave the scale out"),
+            (right / math.sqrt(d_c), "you scaled by 1/sqrt(d_c), which would be wrong even in attention (the scale "
+                                     "stays 1/sqrt(d_nope)); here leave the scale out"),
+        ])
+        if mistake is None:
+            generic = _same_shape_hint(a, right, "the explicit scores q_i . k_i of each head")
+            other = _query_other_sizes(question, function, what, generic, xs.shape[0])
+            mistake = generic if other is None else other.message
+        return failed(question, mistake)
+    if _built_keys(function, args):
+        return failed(question, "right numbers, but your function builds the keys latent @ w_uk[i] (an array "
+                                "(..., S, d_nope)): that is the explicit route, S up-projections per head. Apply "
+                                "w_uk[i].T to the query instead, once per query, and let it meet the latent itself")
+    verdict = _query_other_sizes(question, function, what, "", None)
+    if verdict is not None:
+        return verdict
+    return passed(question, f"q_i @ w_uk[i].T has d_c = {d_c} features and meets the latent directly; the scores "
+                            f"{right.shape} equal the explicit q_i @ k_i.T of every head, and no key was built (also "
+                            "on two problems of other sizes)")
+
+
+def _query_other_sizes(question: str, function: Any, what: str, lesson_failure: str,
+                       lesson_batch: int | None) -> Verdict | None:
+    """As `_other_sizes_problem`, for `check_query_latent_scores`."""
+    for number, sizes in enumerate(_QUERY_SIZES):
+        rng = np.random.default_rng(16 + number)
+        B, T, S, D, h, d_c, d_nope = (sizes[k] for k in ("B", "T", "S", "D", "h", "d_c", "d_nope"))
+        other_args, other_right = _query_problem(rng.standard_normal((B, T, D)), rng.standard_normal((D, d_c)),
+                                                 rng.standard_normal((h, D, d_nope)),
+                                                 rng.standard_normal((h, d_c, d_nope)),
+                                                 rng.standard_normal((B, S, D)))
+        other = _run_scores(question, function, other_args, what)
+        ok = not isinstance(other, Verdict) and same(other, other_right)
+        if lesson_batch is not None:
+            if sizes["B"] == 1 and ok and lesson_batch > 1:
+                return failed(question, f"right when the batch holds one sequence, but not for the B = {lesson_batch} "
+                                        f"here ({lesson_failure}): {_BATCH_AXIS}")
+            return None
+        if ok:
+            continue
+        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
+        why = other.message if isinstance(other, Verdict) else (
+            f"your shape {other.shape}, expected {other_right.shape}" if other.shape != other_right.shape
+            else "other numbers")
+        globals_read = _notebook_data(function)
+        if globals_read:
+            names = ", ".join(f"`{name}`" for name in globals_read)
+            return failed(question, f"right for the lesson's layer, but not for other sizes ({shown}; {why}): your "
+                                    f"function reads the notebook's {names}; use only its arguments q, latent and "
+                                    "w_uk, and read every size from their shapes")
+        if sizes["B"] > 1:
+            return failed(question, f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown}; "
+                                    f"{why}): {_BATCH_AXIS}")
+        return failed(question, f"right for the lesson's layer, but not for other sizes ({shown}; {why}): does your "
+                                "function use a size it does not read from its arguments' shapes?")
+    return None
+
+
+# ----- absorbed decoding as multi-query attention over the latent ---------------------------------
+def _mqa_problem(rng: np.random.Generator, B: int, T: int, S: int, h: int, d_c: int, d_nope: int, d_rope: int
+                 ) -> tuple[tuple[Floats, ...], tuple[Floats, Floats, Floats]]:
+    """Random ``(q, q_rope, latent, rope_key, w_uk)`` and the right ``(queries, key, value)``."""
+    args = (rng.standard_normal((B, h, T, d_nope)), rng.standard_normal((B, h, T, d_rope)),
+            rng.standard_normal((B, S, d_c)), rng.standard_normal((B, S, d_rope)),
+            rng.standard_normal((h, d_c, d_nope)))
+    return args, _right_mqa(*args)
+
+
+def _right_mqa(q: Floats, q_rope: Floats, latent: Floats, rope_key: Floats, w_uk: Floats
+               ) -> tuple[Floats, Floats, Floats]:
+    q_latent = np.einsum("bhtn,hcn->bhtc", q, w_uk)  # (B, h, T, d_c)
+    queries = np.concatenate([q_latent, q_rope], axis=-1)  # (B, h, T, d_c + d_rope)
+    key = np.concatenate([latent, rope_key], axis=-1)[:, None]  # (B, 1, S, d_c + d_rope)
+    return queries, key, latent[:, None]
+
+
+_MQA_SIZES = (dict(B=1, T=3, S=5, h=3, d_c=5, d_nope=2, d_rope=4), dict(B=2, T=2, S=6, h=4, d_c=3, d_nope=5, d_rope=2))
+
+
+def _judge_mqa(result: Any, args: tuple[Floats, ...], right: tuple[Floats, Floats, Floats]) -> str | None:
+    """``None`` when ``result`` is a right ``(queries, key, value)``, else what is wrong with it."""
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        return (f"your function returned {type(result).__name__}"
+                + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+                + "; return three arrays: queries, key, value")
+    parts = [array_answer("mqa", part, "an array") for part in result]
+    for name, part in zip(("queries", "key", "value"), parts, strict=True):
+        if isinstance(part, Verdict):
+            return f"{name}: {part.message.split('] ', 1)[-1]}"
+    queries, key, value = (np.asarray(part) for part in parts)
+    q, latent, rope_key = args[0], args[2], args[3]
+    right_q, right_k, right_v = right
+    (B, h, T, _), (S, d_c), d_rope = q.shape, latent.shape[1:], rope_key.shape[-1]
+    wide = d_c + d_rope
+    if key.shape == (B, S, wide) or value.shape == (B, S, d_c):
+        return ("the key and the value need a heads axis of size 1, (B, 1, S, width): one K/V head that every "
+                "query head shares (NumPy and PyTorch then broadcast it over the h query heads)")
+    if key.shape == (B, h, S, wide) or value.shape == (B, h, S, d_c):
+        return (f"you repeated the key or the value for each of the {h} heads, (B, h, S, width); multi-query "
+                "attention keeps ONE key head and ONE value head for all query heads: (B, 1, S, width)")
+    if queries.shape == (B, h, T, q.shape[-1] + d_rope):
+        return ("your queries are q_i itself, d_nope wide; the key here is the latent, so each head's query must "
+                "first go through w_uk[i].T into the latent's d_c features (as in Your turn 2)")
+    if queries.shape == (B, h, T, d_c) or key.shape == (B, 1, S, d_c):
+        return (f"you left out the decoupled rotary part: the queries are [q_i w_uk[i]^T ; q^R_i] and the key "
+                f"[latent ; rope_key], both d_c + d_rope = {wide} wide")
+    if d_rope != d_c and value.shape == (B, 1, S, d_rope):
+        return (f"your value is {d_rope} wide, the rotary key's width: the value is the latent, (B, 1, S, d_c = "
+                f"{d_c}); the rotary key only shapes the scores")
+    if value.shape == (B, 1, S, wide):
+        return (f"the value is the latent alone, (B, 1, S, d_c = {d_c}): the rotary key only shapes the scores, "
+                "it is never mixed into the output")
+    if (queries.shape, key.shape, value.shape) != (right_q.shape, right_k.shape, right_v.shape):
+        return (f"shapes: queries {queries.shape}, key {key.shape}, value {value.shape}; expected queries "
+                f"{right_q.shape}, key {right_k.shape}, value {right_v.shape}")
+    scores, right_scores = queries @ np.swapaxes(key, -1, -2), right_q @ np.swapaxes(right_k, -1, -2)
+    if not same(scores, right_scores):
+        flipped = np.concatenate([right_q[..., d_c:], right_q[..., :d_c]], axis=-1)
+        if same(queries, flipped) or same(key, np.concatenate([right_k[..., d_c:], right_k[..., :d_c]], axis=-1)):
+            return ("the queries and the key are concatenated in different orders, so the latent part of a query "
+                    "meets the rotary part of the key; put the same part first in both")
+        for factor, name in ((math.sqrt(q.shape[-1] + d_rope), "sqrt(d_nope + d_rope)"), (math.sqrt(wide),
+                                                                                           "sqrt(d_c + d_rope)")):
+            if same(scores * factor, right_scores):
+                return (f"your queries (or key) are divided by {name}; return them unscaled and give the scale to "
+                        "the attention call")
+        return "right shapes, but queries @ key.T are not the scores q_i . k_i + q^R_i . k^R of every head"
+    if not same(value, right_v):
+        return "right shapes and right scores, but the value is not the latent itself, latent[:, None]"
+    return None
+
+
+def check_latent_as_mqa(function: Any, q: Any, q_rope: Any, latent: Any, rope_key: Any, w_uk: Any) -> Verdict:
+    """Question "MQA over the latent": ``function(q, q_rope, latent, rope_key, w_uk)`` returns the inputs
+    of multi-query attention that equal the absorbed layer: ``queries (B, h, T, d_c + d_rope) =
+    [q_i @ w_uk[i].T ; q^R_i]``, ``key (B, 1, S, d_c + d_rope) = [latent ; rope_key]`` and ``value
+    (B, 1, S, d_c) = latent``.
+
+    Judged on the lesson's arrays (``q (B, h, T, d_nope)``, ``q_rope (B, h, T, d_rope)``, ``latent
+    (B, S, d_c)``, ``rope_key (B, S, d_rope)``, ``w_uk (h, d_c, d_nope)``), then on two problems of
+    other sizes (``T != S``, a batch of 2). The queries and the key may put the rotary part first,
+    as long as both do: the scores ``queries @ key.T`` are what is compared.
+
+    Recognises: no heads axis on the key or value, the key or value repeated per head, queries not
+    taken into the latent's space, the rotary part left out, the rotary key in the value,
+    concatenation orders that differ between queries and key, pre-scaled queries, and sizes or
+    notebook variables the function does not read from its arguments.
+    """
+    question = "MQA over the latent"
+    args = tuple(reference_array(name, value, layout, rank=rank) for name, value, layout, rank in (
+        ("q", q, "(B, h, T, d_nope)", 4), ("q_rope", q_rope, "(B, h, T, d_rope)", 4),
+        ("latent", latent, "(B, S, d_c)", 3), ("rope_key", rope_key, "(B, S, d_rope)", 3),
+        ("w_uk", w_uk, "(h, d_c, d_nope)", 3)))
+    what = "the body of your function: it returns (queries, key, value) for multi-query attention"
+    result = function_answer(question, function, tuple(a.copy() for a in args), what)
+    if isinstance(result, Verdict):
+        return result
+    problem = _judge_mqa(result, args, _right_mqa(*args))
+    if problem is not None:
+        return failed(question, problem)
+    for number, sizes in enumerate(_MQA_SIZES):
+        other_args, other_right = _mqa_problem(np.random.default_rng(26 + number), **sizes)
+        other = function_answer(question, function, other_args, what)
+        why = other.message.split("] ", 1)[-1] if isinstance(other, Verdict) else _judge_mqa(other, other_args,
+                                                                                                other_right)
+        if why is None:
+            continue
+        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
+        globals_read = _notebook_data(function)
+        reads = (f"your function reads the notebook's {', '.join(f'`{n}`' for n in globals_read)}; use only its "
+                 "arguments and read every size from their shapes" if globals_read else
+                 "does your function use a size it does not read from its arguments' shapes?")
+        if not globals_read and sizes["B"] > 1:
+            reads = "check the batch axis: with B = 1 a misplaced batch axis hides"
+        return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): {reads}")
+    h = args[0].shape[1]
+    return passed(question, f"{h} query heads of width d_c + d_rope = {args[2].shape[-1] + args[3].shape[-1]} share "
+                            "one key [latent ; rope_key] and one value (the latent): multi-query attention over the "
+                            "latent (also on two problems of other sizes)")

@@ -25,6 +25,7 @@ __all__ = [
     "plot_conversion_error",
     "plot_head_sharing",
     "plot_models_cache",
+    "plot_step_times",
 ]
 
 GIB = 1024**3
@@ -200,3 +201,30 @@ def _draw_growth(
     ax.set_xlabel("decoding step (tokens so far)", fontsize=10)
     ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
+
+
+def plot_step_times(
+    tokens: Sequence[int], seconds: Mapping[str, Sequence[float]], title: str, ax: Axes | None = None
+) -> Figure | SubFigure:
+    """Time of one decoding step (drawn in milliseconds, log scale) against the tokens already decoded.
+
+    ``seconds[label][i]`` is the measured time at ``tokens[i]`` (e.g. from `kv_cache.time_decode_step`),
+    one line per way of decoding. Both axes are logarithmic: a cost that grows like ``T`` and one
+    that grows like ``T^2`` become straight lines of slope 1 and 2.
+    """
+    for label, values in seconds.items():
+        if len(values) != len(tokens):
+            raise ValueError(f"line {label!r} has {len(values)} times for {len(tokens)} token counts")
+    fig, ax = _axes(ax, (5.5, 3.4))
+    for label, values in seconds.items():
+        ax.plot(tokens, [1000 * t for t in values], marker="o", lw=2, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(list(tokens), [str(t) for t in tokens])
+    ax.set_xlabel("tokens already decoded (T)", fontsize=10)
+    ax.set_ylabel("time of one step (ms)", fontsize=10)
+    ax.tick_params(labelsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9)
+    ax.set_title(title, fontsize=10)
+    return fig

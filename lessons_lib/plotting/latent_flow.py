@@ -35,14 +35,16 @@ EXPLICIT_COLOUR, ABSORBED_COLOUR, LEFT_OUT_COLOUR = "#555555", "#d9730d", "#8888
 # Boxes as (centre x, centre y, width, height) in inches on a 7.65 inch wide canvas, the data flowing
 # down: x on top; the queries on the left and the latent on the right below it; then the absorbed
 # query and the per-head keys and values; the scores beside them; the rotary key under the scores and
-# the output beside it. The two left-out boxes sit on the arrows they would interrupt in DeepSeek-V2.
+# the output beside it. The two left-out boxes sit on the arrows they would interrupt in DeepSeek-V2:
+# the query latent between x and the queries (drawn only when its width is given), and the RMSNorm
+# on the latent between the cached latent and everything that reads it (W_uk, W_uv, the absorbed route).
 BOXES = {
     "x": (3.9, 9.45, 0.85, 0.5),
     "query_latent": (2.05, 8.3, 2.95, 0.72),
-    "kv_norm": (6.3, 8.3, 2.3, 0.5),
+    "latent": (6.3, 8.3, 1.5, 0.5),
     "q_rope": (1.3, 7.05, 1.95, 0.5),
     "q": (3.45, 7.05, 1.75, 0.5),
-    "latent": (6.3, 7.05, 1.5, 0.5),
+    "kv_norm": (6.3, 7.05, 2.3, 0.5),
     "absorbed_q": (1.9, 5.75, 1.6, 0.68),
     "scores": (1.96, 4.35, 2.82, 1.0),
     "k": (4.75, 4.35, 1.7, 0.5),
@@ -73,19 +75,23 @@ def flow_labels(sizes: Mapping[str, int], query_latent_width: int | None = None)
     """The text of every box of `plot_latent_flow`, keyed by box name, with the given sizes.
 
     ``sizes`` holds ``D, h, d_c, d_nope, d_rope, d_v`` (see `SIZE_KEYS`); ``query_latent_width``
-    is DeepSeek-V2's ``q_lora_rank`` (d_c'), shown in the left-out query-compression box; given, the
-    queries are written from the query latent ``c^Q`` (DeepSeek-V2), else from ``x`` (the lesson's layer).
+    is DeepSeek-V2's ``q_lora_rank`` (d_c'); given, a left-out query-compression box ``query_latent``
+    is added and the queries are written from the query latent ``c^Q`` (DeepSeek-V2), else they read
+    ``x`` (the lesson's layer) and there is no such box. ``kv_norm`` is the RMSNorm DeepSeek-V2 applies
+    to the latent after ``W_dkv``, before ``W_uk`` and ``W_uv``.
     """
     n = _sizes(sizes, query_latent_width)
     D, h, d_c, d_nope, d_rope, d_v = (n[key] for key in SIZE_KEYS)
-    d_cq = f"d_c' = {n['d_cq']}" if "d_cq" in n else "d_c'"
     query_source, query_up = ("c^Q", "W_uq") if "d_cq" in n else ("x", "W_q")
+    query_latent = {} if "d_cq" not in n else {
+        "query_latent": f"query latent c^Q = x W_dq (d_c' = {n['d_cq']}),\n"
+                        f"RMSNorm (q_a_layernorm), then W_uq\n{LEFT_OUT}"}
     return {
         "x": f"x\nD = {D}",
-        "query_latent": f"query latent c^Q = x W_dq ({d_cq}),\nRMSNorm (q_a_layernorm), then W_uq\n{LEFT_OUT}",
+        **query_latent,
         "q": f"q_i = {query_source} {query_up}[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
         "q_rope": f"q^R_i = RoPE({query_source} W_qr[i])\nh {TIMES} d_rope = {h} {TIMES} {d_rope}",
-        "kv_norm": f"RMSNorm on c (kv_a_layernorm)\n{LEFT_OUT}",
+        "kv_norm": f"RMSNorm(c) (kv_a_layernorm)\n{LEFT_OUT}",
         "latent": f"latent c = x W_dkv\nd_c = {d_c}   CACHED",
         "k": f"k_i = c W_uk[i]\nh {TIMES} d_nope = {h} {TIMES} {d_nope}",
         "v": f"v_i = c W_uv[i]\nh {TIMES} d_v = {h} {TIMES} {d_v}",
@@ -157,25 +163,30 @@ def plot_latent_flow(
     ax.set_ylim(CANVAS[2], CANVAS[3])
     ax.axis("off")
     grey, orange = EXPLICIT_COLOUR, ABSORBED_COLOUR
-    # From x: the queries through the query-latent box, the latent through the RMSNorm box, and the
-    # rotary key along the left margin, round everything else.
-    _line(ax, [_edge("x", "bottom", -0.25), _edge("query_latent", "top", 0.9)], grey)
+    # From x: the queries (through the query-latent box when DeepSeek-V2's is drawn), the latent, and
+    # the rotary key along the left margin, round everything else.
+    if query_latent_width is not None:  # DeepSeek-V2: the queries read the query latent c^Q
+        _line(ax, [_edge("x", "bottom", -0.25), _edge("query_latent", "top", 0.9)], grey)
+        _arrow(ax, _edge("query_latent", "bottom", -0.75), _edge("q_rope", "top"), grey)
+        _arrow(ax, _edge("query_latent", "bottom", 1.0), _edge("q", "top", -0.4), grey)
+    else:  # the lesson's layer: both query parts straight from x
+        _arrow(ax, _edge("x", "bottom", -0.3), _edge("q_rope", "top", 0.3), grey)
+        _arrow(ax, _edge("x", "bottom", -0.1), _edge("q", "top", -0.4), grey)
     query_up = "W_uq[i]" if query_latent_width is not None else "W_q[i]"  # from c^Q in DeepSeek-V2
-    _arrow(ax, _edge("query_latent", "bottom", -0.75), _edge("q_rope", "top"), grey)
     _label(ax, (1.3, 7.6), "W_qr[i]", grey)
-    _arrow(ax, _edge("query_latent", "bottom", 1.0), _edge("q", "top", -0.4), grey)
     _label(ax, (3.18, 7.6), query_up, grey)
-    _line(ax, [_edge("x", "bottom", 0.25), _edge("kv_norm", "top", -1.0)], grey)
-    _arrow(ax, _edge("kv_norm", "bottom"), _edge("latent", "top"), grey)
-    _label(ax, (6.2, 7.6), f"W_dkv\n{n['D']} {TIMES} {n['d_c']}", grey, ha="right")
+    # x -> the cached latent -> DeepSeek-V2's RMSNorm on it -> everything that reads the latent
+    _arrow(ax, _edge("x", "right"), _edge("latent", "top", -0.3), grey)
+    _label(ax, (5.05, 9.05), f"W_dkv ({n['D']} {TIMES} {n['d_c']})", grey, ha="left")
+    _arrow(ax, _edge("latent", "bottom"), _edge("kv_norm", "top"), grey)
     margin = CANVAS[0] + 0.12
     _line(ax, [_edge("x", "left"), (margin, BOXES["x"][1]), (margin, BOXES["rope_key"][1])], grey)
     _arrow(ax, (margin, BOXES["rope_key"][1]), _edge("rope_key", "left"), grey)
     _label(ax, (1.8, BOXES["x"][1]), f"W_kr ({n['D']} {TIMES} {n['d_rope']})", grey)
     # The latent, up-projected into every head's keys and values (the explicit route).
-    _arrow(ax, _edge("latent", "bottom", -0.6), _edge("k", "top", 0.25), grey)
+    _arrow(ax, _edge("kv_norm", "bottom", -0.6), _edge("k", "top", 0.25), grey)
     _label(ax, (5.35, 5.75), "W_uk[i]", grey)
-    _arrow(ax, _edge("latent", "bottom", 0.6), _edge("v", "top", -0.1), grey)
+    _arrow(ax, _edge("kv_norm", "bottom", 0.6), _edge("v", "top", -0.1), grey)
     _label(ax, (6.9, 5.75), "W_uv[i]", grey)
     # Into the scores: both query parts, the keys, the rotary key; then the weights to the output.
     _arrow(ax, _edge("q_rope", "bottom", -0.5), _edge("scores", "top", -1.16), grey)
@@ -189,10 +200,10 @@ def plot_latent_flow(
     _arrow(ax, _edge("q", "bottom", -0.6), _edge("absorbed_q", "top", 0.55), orange)
     _label(ax, (2.55, 6.45), f"{TIMES} W_uk[i]^T", orange, ha="right")
     _arrow(ax, _edge("absorbed_q", "bottom"), _edge("scores", "top", -0.06), orange)
-    _arrow(ax, _edge("latent", "left", -0.1), _edge("scores", "right", 0.35), orange)
+    _arrow(ax, _edge("kv_norm", "left", -0.1), _edge("scores", "right", 0.35), orange)
     _label(ax, (4.25, 5.62), "absorbed: c itself", orange)
     channel = BOXES["output"][0]  # down the gap between the keys and the values
-    top, bottom = _edge("latent", "bottom")[1], _edge("output", "top")[1]
+    top, bottom = _edge("kv_norm", "bottom")[1], _edge("output", "top")[1]
     _arrow(ax, (channel, top), (channel, bottom), orange)
     _label(ax, (channel, (top + bottom) / 2), f"absorbed: weights {TIMES} c, then W_uv[i] W_o[i]", orange, rotation=90)
     for name, text in labels.items():

@@ -88,7 +88,7 @@ def plot_tiling(trace: TiledTrace, title: str = "Tiled attention: which tiles ar
     row_ax.set_ylabel("value after the block")
     row_ax.margins(y=0.2)
     row_ax.legend(fontsize=9, loc="best")
-    row_ax.set_title(f"query {trace.row} (red row at left): running statistics", fontsize=10)
+    row_ax.set_title(f"query {trace.row} (its block outlined red at left)", fontsize=10)
     fig.suptitle(title)
     return fig
 

@@ -72,18 +72,24 @@ class KVCacheCalculator(LessonWidget):
         per_token = ladder(preset, kv_heads, 1, 1, values["bytes_per_element"])[1][2]
         total = rows[1][2]
         window, cached = preset.sliding_window, cached_tokens(values["tokens"], preset.sliding_window)
-        kept = "" if window is None else (
-            f" Sliding window of {window} tokens: each sequence keeps its last {cached} of {values['tokens']} tokens."
-        )
+        tokens = values["tokens"]
+        if window is None:
+            kept = ""
+        elif cached < tokens:
+            kept = (f" Sliding window of {window:,} tokens: each sequence keeps its last {cached:,} of "
+                    f"{tokens:,} tokens.")
+        else:
+            kept = f" Sliding window of {window:,} tokens, no shorter than the sequence: nothing is dropped."
         readout = (
             f"{preset.name}: {preset.layers} layers, h={preset.heads}, h_kv={kv_heads} "
             f"(g={preset.heads // kv_heads}), d_h={preset.head_dim}. "
-            f"Cache: {format_bytes(per_token)} per token, {format_bytes(total)} in total.{kept} "
+            f"Cache: {format_bytes(per_token)} per cached token, {format_bytes(total)} in total for "
+            f"{values['batch']:,} x {cached:,} cached tokens.{kept} "
             f"The released model uses h_kv={preset.kv_heads}."
         )
-        title = f"{preset.name}: {values['batch']} x {values['tokens']} tokens"
+        title = f"{preset.name}: {values['batch']:,} x {tokens:,} tokens"
         if window is not None:
-            title += f" (window {window}: {cached} kept)"
+            title += f" (window {window:,}: {cached:,} kept)"
         return {
             **values, "rows": rows, "per_token": per_token, "total": total, "window": window, "cached": cached,
             "title": title, "readout": readout,
@@ -134,8 +140,17 @@ class HeadSharing(LessonWidget):
         assignment = correct if mapping == "repeat" else [i % h_kv for i in range(h)]
         groups = [[i for i, a in enumerate(assignment) if a == j] for j in range(h_kv)]
         served = "; ".join(f"kv{j} serves " + ", ".join(f"q{i}" for i in group) for j, group in enumerate(groups))
-        verdict = "" if assignment == correct else " Not what GQA does: compare with i // g."
-        order = "i // g" if mapping == "repeat" else "tiled (wrong)"
+        verdict = ""
+        if assignment != correct:
+            verdict = " Not what GQA does: compare with i // g."
+        elif mapping == "tile":
+            verdict = f" With h_kv={h_kv} tiling happens to give the right order; with any other divisor it does not."
+        if mapping == "repeat":
+            order = "i // g"
+        elif assignment == correct:  # h_kv = 1 or h_kv = h: tiling and repeating give the same order
+            order = "tiled: i % h_kv, here the same as i // g"
+        else:
+            order = "tiled (wrong)"
         return {
             "heads": h,
             "kv_heads": h_kv,

@@ -50,27 +50,26 @@ from lessons_lib.widgets.base import LessonWidget
 __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
 PROJECTIONS = ("wq", "wk", "wv")
-TILES_PER_ROW = 4  # HeadReslicer: maps per row (h = 8 and 16 take two and four rows)
+TILES_PER_ROW = 4  # HeadReslicer: at most this many maps are drawn at once, in one row, each labelled
 NAME_SIZE = MIN_FONT_POINTS  # HeadReslicer: the "head i" over each map, in points
 
 
-def _named(h: int) -> bool:
-    """HeadReslicer names its maps ("head i") for 2 to 8 heads: 16 maps are too small to name, they read in order."""
-    return 1 < h <= 2 * TILES_PER_ROW
-
-
-def _spaced(h: int) -> bool:
-    """Named maps in more than one row get a blank row of cells above each map, room for the names between rows."""
-    return _named(h) and h > TILES_PER_ROW
+def _pages(h: int) -> list[tuple[str, int]]:
+    """HeadReslicer's "heads shown" options for ``h`` heads: groups of `TILES_PER_ROW`, by first head."""
+    return [
+        (f"heads {first}-{min(first + TILES_PER_ROW, h) - 1}" if h > 1 else "head 0", first)
+        for first in range(0, h, TILES_PER_ROW)
+    ]
 
 
 class HeadExplorer(LessonWidget):
     """Pick a head and a sequence: its attention map next to its columns of ``wq``, ``wk``, ``wv``.
 
     Controls: ``head`` (0 .. h-1), ``sequence`` (0 .. B-1), ``average`` (show the mean over heads
-    instead of the chosen head's map; the columns still show the chosen head). ``.data`` holds
-    those three values and ``labels`` (the sequence's tokens), ``map (T, S)``, ``title`` (the map's),
-    ``columns`` (start, stop) and the head's column blocks ``wq, wk, wv (D, d_h)``.
+    instead of the chosen head's map). ``.data`` holds those three values and ``labels`` (the
+    sequence's tokens), ``map (T, S)``, ``title`` (the map's), ``columns`` (start, stop) and the head's
+    column blocks ``wq, wk, wv (D, d_h)``. With ``average`` on, no head computes the map, so
+    ``columns`` and the blocks are ``None`` and the three column panels are left blank.
     """
 
     def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
@@ -86,11 +85,17 @@ class HeadExplorer(LessonWidget):
         }
         super().__init__(controls, size=(9.0, 2.8))
 
+    def _changed(self, name: str) -> None:
+        # While the map is the average, no head is shown: the head control has nothing to change.
+        self.controls["head"].disabled = bool(self.controls["average"].value)
+        self.refresh()
+
     def _compute(self) -> dict[str, Any]:
         head, item = int(self.controls["head"].value), int(self.controls["sequence"].value)
         average = bool(self.controls["average"].value)
         layer = self.model.layer
         shown = "mean of all heads (no head's map)" if average else f"head {head}"
+        columns = None if average else (head * layer.head_width, (head + 1) * layer.head_width)
         return {
             "head": head,
             "sequence": item,
@@ -98,8 +103,9 @@ class HeadExplorer(LessonWidget):
             "labels": self.model.labels(self.tokens[item]),
             "map": self.averaged[item] if average else self.weights[item, head],
             "title": f"seq {item}: {shown}",
-            "columns": (head * layer.head_width, (head + 1) * layer.head_width),
-            **{name: head_columns(getattr(layer, name), head, layer.heads) for name in PROJECTIONS},
+            "columns": columns,
+            **{name: None if average else head_columns(getattr(layer, name), head, layer.heads)
+               for name in PROJECTIONS},
         }
 
     def _build(self) -> list[Artist]:
@@ -116,9 +122,12 @@ class HeadExplorer(LessonWidget):
         # One colour scale for all three matrices and every head, so heads and matrices compare.
         limit = max(float(np.abs(getattr(layer, name)).max()) for name in PROJECTIONS)
         self._columns = []
+        self._blank = np.full((layer.width, layer.head_width), np.nan)  # a column panel while no head is shown
         for ax, name in zip(self._axes[1:], PROJECTIONS, strict=True):
-            self._columns.append(draw_columns(ax, self.data[name], name, 0, limit))
-            ax.set_xlabel(f"d_h={layer.head_width} columns", fontsize=9)  # as wide as the matrix, no wider
+            block = self._blank if self.data[name] is None else self.data[name]
+            self._columns.append(draw_columns(ax, block, name, 0, limit))
+            # As wide as the matrix, no wider; wv moves values, it does not shape the map.
+            ax.set_xlabel(f"d_h={layer.head_width} columns" if name != "wv" else "values (not the map)", fontsize=9)
             ax.set_xticks([])
         # Colour bars are drawn once, into the cached background: they cost nothing per update.
         add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)
@@ -136,19 +145,26 @@ class HeadExplorer(LessonWidget):
             label_tokens(self._axes[0], d["labels"], d["labels"])
             self._labelled = d["sequence"]
         self._axes[0].set_title(d["title"], fontsize=9)
-        start, stop = d["columns"]
         for ax, image, name in zip(self._axes[1:], self._columns, PROJECTIONS, strict=True):
-            image.set_data(d[name])
-            ax.set_title(f"{name}[:, {start}:{stop}]", fontsize=9)
+            if d["columns"] is None:  # the average: no head computes it, so no columns to show
+                image.set_data(self._blank)
+                ax.set_title(f"{name}: no head", fontsize=9)
+            else:
+                start, stop = d["columns"]
+                image.set_data(d[name])
+                ax.set_title(f"{name}[:, {start}:{stop}]", fontsize=9)
 
 
 class HeadReslicer(LessonWidget):
     """Keep ``D`` fixed, choose ``h`` (a divisor of ``D``): the same ``wq, wk`` cut into h heads.
 
-    Controls: ``heads`` (the valid h for D), ``sequence`` (0 .. B-1). ``.data`` holds those two values
-    and ``d_h``, ``boundaries`` (each head's column range), ``wq_blocks, wk_blocks (h, D, d_h)``,
-    ``maps (h, T, T)`` for the chosen sequence, its token ``labels`` and the maps' ``title``. Only the
-    trained ``h`` gives the trained maps; any other cut is the same numbers read as different heads.
+    Controls: ``heads`` (the valid h for D), ``shown`` (the first of the at most `TILES_PER_ROW` heads
+    whose maps are drawn, so every drawn map keeps its token labels and its name), ``sequence``
+    (0 .. B-1). ``.data`` holds those three values and ``d_h``, ``boundaries`` (each head's column
+    range), ``wq_blocks, wk_blocks (h, D, d_h)``, ``maps (h, T, T)`` (every head, drawn or not) for
+    the chosen sequence, ``visible`` (the heads drawn), its token ``labels`` and the maps' ``title``.
+    Only the trained ``h`` gives the trained maps; any other cut is the same numbers read as
+    different heads. A new ``h`` shows its first heads again.
     """
 
     def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
@@ -158,24 +174,45 @@ class HeadReslicer(LessonWidget):
         layer = self.model.layer
         controls = {
             "heads": widgets.Dropdown(options=head_options(layer.width), value=layer.heads, description="h"),
+            "shown": widgets.Dropdown(options=_pages(layer.heads), value=0, description="heads shown"),
             "sequence": widgets.IntSlider(value=0, min=0, max=batch_size - 1, description="sequence"),
         }
+        controls["shown"].disabled = len(_pages(layer.heads)) == 1  # all heads fit: nothing to choose
         super().__init__(controls, size=(9.0, 2.8))
+        # Wide enough for the longest group any h offers ("heads 12-15"), not only the first h's.
+        longest = max(len(name) for h in head_options(layer.width) for name, _ in _pages(h))
+        controls["shown"].layout.width = f"{0.6 * (longest + len('heads shown')) + 4:.1f}em"
+
+    def _changed(self, name: str) -> None:
+        if name == "heads":  # a new cut: its own pages, from its first heads
+            pages = _pages(int(self.controls["heads"].value))
+            self._replace_options("shown", pages, 0)
+            self.controls["shown"].disabled = len(pages) == 1  # all heads fit: nothing to choose
+        self.refresh()
 
     def _compute(self) -> dict[str, Any]:
         h, item = int(self.controls["heads"].value), int(self.controls["sequence"].value)
+        first = int(self.controls["shown"].value)
         layer = self.model.layer
         d_h = layer.width // h
         labels = self.model.labels(self.tokens[item])
-        heads = "the one head's map" if h == 1 else f"maps of heads 0-{h - 1}"
+        visible = list(range(first, min(first + TILES_PER_ROW, h)))
+        if h == 1:
+            heads = "the one head's map"
+        elif len(visible) == h:
+            heads = f"maps of heads 0-{h - 1}"
+        else:
+            heads = f"maps of heads {visible[0]}-{visible[-1]} of 0-{h - 1}"
         return {
             "heads": h,
+            "shown": first,
             "sequence": item,
             "d_h": d_h,
             "boundaries": [(i * d_h, (i + 1) * d_h) for i in range(h)],
             "wq_blocks": column_blocks(layer.wq, h),
             "wk_blocks": column_blocks(layer.wk, h),
             "maps": head_maps(self.x[item : item + 1], layer.wq, layer.wk, h)[0],  # (1, h, T, T) -> (h, T, T)
+            "visible": visible,
             "labels": labels,
             "title": f"sequence {item} ({' '.join(labels)}): {heads}",
         }
@@ -185,36 +222,34 @@ class HeadReslicer(LessonWidget):
         self.figure.subplots_adjust(left=0.06, right=0.9, bottom=0.17, top=0.84, wspace=0.45)
         self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
         self._maps_ax.set_anchor("E")  # the maps hug their colour bar, however few they are
-        self._tiles = draw_tiled_maps(self._maps_ax, self.data["maps"], slots=self.data["heads"], per_row=TILES_PER_ROW)
+        visible = self.data["maps"][self.data["visible"]]
+        self._tiles = draw_tiled_maps(self._maps_ax, visible, slots=len(visible), per_row=TILES_PER_ROW)
         add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
         add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
         self._names: list[Text] = []
-        self._shown = 0
+        self._shown: tuple[int, int] | None = None
         self._maps_ax.axis("on")
         for spine in self._maps_ax.spines.values():
             spine.set_visible(False)
         self._maps_ax.tick_params(length=0, labelsize=9)
         # The tokens change with the sequence: the maps' axes (ticks and token labels) are drawn on every
-        # update, so a new sequence needs no new background (only a new h does).
+        # update, so a new sequence needs no new background (only a new h or a new group of heads does).
         axes = [self._maps_ax.xaxis, self._maps_ax.yaxis]
         return [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
 
     def _background_key(self) -> Hashable:
-        heads: int = self.data["heads"]
-        return heads  # the grid and the head names are background; the tokens are drawn per update
+        key: tuple[int, int] = (self.data["heads"], self.data["shown"])
+        return key  # the grid and the head names are background; the tokens are drawn per update
 
     def _tiled(self) -> NDArray[np.float64]:
-        """The maps of ``.data`` in rows of `TILES_PER_ROW` (see `tile_maps`); with `_spaced` rows, each map
-        has a blank row of cells on top, so two rows stand two cells apart and a name at `NAME_SIZE` fits."""
-        maps, h = self.data["maps"], self.data["heads"]
-        if _spaced(h):
-            maps = np.concatenate([np.full((h, 1, maps.shape[2]), np.nan), maps], axis=1)
-        return tile_maps(maps, slots=h, per_row=TILES_PER_ROW)
+        """The drawn maps of ``.data`` side by side, one row (see `tile_maps`)."""
+        visible = self.data["maps"][self.data["visible"]]
+        return tile_maps(visible, slots=len(visible), per_row=TILES_PER_ROW)
 
     def _lay_out_maps(self) -> None:
-        """Axes, token labels and head names for ``h`` maps in rows of `TILES_PER_ROW`."""
+        """Axes and head names for the drawn maps, in one row."""
         d = self.data
-        h, (T, S) = d["heads"], d["maps"].shape[1:]
+        S, visible = d["maps"].shape[2], d["visible"]
         tiled = self._tiled()
         rows, cols = tiled.shape
         ax = self._maps_ax
@@ -223,28 +258,20 @@ class HeadReslicer(LessonWidget):
         ax.set_ylim(rows - 0.5, -0.5)
         for name in self._names:
             name.remove()
-        per_row, spaced = min(h, TILES_PER_ROW), _spaced(h)
-        top = T + 2 if spaced else T + 1  # rows of cells from one row of maps to the next
-        first = 1 if spaced else 0  # the map's first row of cells (below its blank row)
         self._names = [
-            ax.text((i % per_row) * (S + 1) + (S - 1) / 2, (i // per_row) * top + first - 0.7, f"head {i}",
-                    ha="center", va="bottom", fontsize=NAME_SIZE)
-            for i in range(h)
-        ] if _named(h) else []
-        labelled = h <= TILES_PER_ROW  # one row of maps: tokens along every map and down the first
-        ax.xaxis.set_visible(labelled)
-        ax.yaxis.set_visible(labelled)
+            ax.text(slot * (S + 1) + (S - 1) / 2, -0.7, f"head {i}", ha="center", va="bottom", fontsize=NAME_SIZE)
+            for slot, i in enumerate(visible)
+        ] if d["heads"] > 1 else []
         ax.apply_aspect()  # place the axes for the new grid now: an update may draw the maps without a full draw
-        self._shown = h
+        self._shown = (d["heads"], d["shown"])
 
     def _draw(self) -> None:
         d = self.data
-        if d["heads"] != self._shown or self._background_key() not in self._backgrounds:
+        if (d["heads"], d["shown"]) != self._shown or self._background_key() not in self._backgrounds:
             self._lay_out_maps()
-        h, (T, S) = d["heads"], d["maps"].shape[1:]
-        if h <= TILES_PER_ROW:
-            self._maps_ax.set_xticks([c * (S + 1) + s for c in range(h) for s in range(S)], list(d["labels"]) * h)
-            self._maps_ax.set_yticks(range(T), d["labels"])
+        (T, S), count = d["maps"].shape[1:], len(d["visible"])
+        self._maps_ax.set_xticks([c * (S + 1) + s for c in range(count) for s in range(S)], list(d["labels"]) * count)
+        self._maps_ax.set_yticks(range(T), d["labels"])
         for col, line in enumerate(self._edges, start=1):
             line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
         self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)
@@ -298,7 +325,7 @@ class SplitExplorer(LessonWidget):
             "features": features,
             "tokens": tokens,
             "legend": "\n".join(
-                f"head {i}: tokens {_runs(t)}, features {_runs(f)}"
+                f"head {i}: {'token' if len(t) == 1 else 'tokens'} {_runs(t)}, features {_runs(f)}"
                 for i, (f, t) in enumerate(zip(features, tokens, strict=True))
             ),
             "title": f"{how}, h={h}: colour = head",

@@ -11,12 +11,17 @@ Layers and heads are numbered from 0 in code: "layer 0" is the first layer.
 
 Two scores per head, from its attention weights ``A (B, T, T)`` (query ``t``, key ``s``):
 
-- previous-token score  ``prev = mean over b and t = 1 .. P-1 of A[b, t, t - 1]``
-  (``P = T`` by default; ``P = L`` scores the first half only, the keys an induction head reads)
+- previous-token score  ``prev = mean over b and t = a .. P-1 of A[b, t, t - 1]``
+  (``a = 1, P = T`` by default; ``P = L`` scores the first half only, the keys an induction head
+  reads; ``a = L`` the repeated half, where a head may also look at the earlier copy ``t - L``)
 - induction score       ``ind  = mean over b and t = L .. T-1 of A[b, t, t - L + 1]``
 
 Position ``t - L + 1`` holds the token that came *after* the earlier copy of token ``t`` (that copy
 sits at ``t - L``): an induction head attends there and copies it. Both scores lie in ``[0, 1]``.
+
+Attending there is half of an induction head (Olsson et al., 2022); the other half is *copying*:
+what the head writes must raise the logit of the token it reads. `copying_scores` measures that
+from the weights, through each head's full OV circuit ``W_E @ OV @ W_U`` (Elhage et al., 2021).
 
 Training varies the repeat's length (see `repeated_tokens`), so the earlier copy cannot be found by
 position: the last layer's head must match tokens. It can if an earlier head has written "my
@@ -26,6 +31,7 @@ induction head's *keys* can look for "previous token = my current token": compos
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,6 +56,7 @@ from lessons_lib.validation import (
 )
 
 __all__ = [
+    "CURVE_PATH",
     "DATA_PATH",
     "EVAL_SEED",
     "ONE_LAYER_PATH",
@@ -57,13 +64,17 @@ __all__ = [
     "InductionModel",
     "ablation_losses",
     "composition_scores",
+    "copying_scores",
     "even_spread_weights",
+    "full_ov_circuit",
     "head_writes",
     "induction_score",
     "induction_targets",
     "load_induction_model",
+    "load_training_curve",
     "loss_per_position",
     "measure",
+    "offset_score",
     "path_ablation_scores",
     "previous_token_score",
     "repeat_bets",
@@ -79,6 +90,7 @@ Array = NDArray[np.floating[Any]]
 Tokens = NDArray[np.int64]
 DATA_PATH = Path(__file__).resolve().parent / "data" / "induction_heads.npz"
 ONE_LAYER_PATH = DATA_PATH.with_name("induction_one_layer.npz")  # the same training, one layer of heads
+CURVE_PATH = DATA_PATH.with_name("induction_heads_curve.json")  # the shipped training, recorded as it went
 EVAL_SEED = 1  # the fixed evaluation batch; training batches use other seeds
 DRAW_LIMIT = 2**22  # the most random numbers repeated_tokens draws (batch x vocab): 32 MiB, well under a second
 CONFIG_FIELDS = ("vocab", "half", "width", "heads", "layers", "steps", "batch", "shortest", "seed")
@@ -184,6 +196,34 @@ def _expected_shapes(c: InductionConfig) -> dict[str, tuple[int, ...]]:
     }
     shapes |= {f"layer{i}_{w}": (c.width, c.width) for i in range(c.layers) for w in ("wq", "wk", "wv", "wo")}
     return shapes | {"unembedding": (c.width, c.vocab)}
+
+
+CURVE_FIELDS = ("step", "first_half_loss", "repeated_half_loss", "induction_score", "previous_token_score")
+
+
+def load_training_curve(path: Path | str = CURVE_PATH) -> dict[str, Array]:
+    """The shipped training recorded as it went (``scripts/train_induction_heads.py --curve-only``).
+
+    Returns ``"training_loss" (steps,)``, the loss of every training batch, and, every
+    ``record_every`` steps and after the last, on the held-out batch: ``"step"``, ``"first_half_loss"``
+    and ``"repeated_half_loss"`` (mean over positions ``0 .. L-2`` and ``L .. 2L-2``), the last
+    layer's largest ``"induction_score"`` and the first layer's largest ``"previous_token_score"``
+    (first half), all ``(records,)``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no training curve at {path}: run `python scripts/train_induction_heads.py --curve-only`"
+        )
+    record = json.loads(path.read_text())
+    missing = [name for name in (*CURVE_FIELDS, "training_loss") if name not in record]
+    if missing:
+        raise ValueError(f"{path} is not a training curve: it lacks {missing}")
+    names = (*CURVE_FIELDS, "training_loss")
+    curve: dict[str, Array] = {name: np.asarray(record[name], dtype=np.float64) for name in names}
+    if len({curve[name].shape for name in CURVE_FIELDS}) != 1:
+        raise ValueError(f"{path}: the recorded series have different lengths")
+    return curve
 
 
 def save_weights(arrays: dict[str, NDArray[Any]], config: InductionConfig, path: Path = DATA_PATH) -> Path:
@@ -385,6 +425,49 @@ def weight_composition_scores(model: InductionModel) -> dict[str, Array]:
     return {name: np.array(rows) for name, rows in table.items()}
 
 
+def full_ov_circuit(model: InductionModel, layer: int, head: int) -> Array:
+    """``(V, V)``: ``W_E @ OV @ W_U`` of head ``head`` of layer ``layer``, ``OV = Wv_head @ Wo_head``.
+
+    Entry ``[a, b]`` is how much the head raises the logit of token ``b`` when it attends (with
+    weight 1) to a position holding token ``a``, through the direct path: the token's embedding read
+    by the head's value, written through its rows of ``W_o`` and read by the unembedding. (Position
+    embeddings and earlier layers' writes are left out: this is the token-to-logit part.)
+    """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
+    layer = check_int("layer", layer, low=0, high=model.config.layers - 1)
+    chosen = model.layers[layer]
+    head = check_int("head", head, low=0, high=chosen.heads - 1)
+    cols = slice(head * chosen.head_width, (head + 1) * chosen.head_width)
+    ov = chosen.wv[:, cols] @ chosen.wo[cols, :]  # (D, D): what the head writes for what it reads
+    circuit: Array = model.token_embedding @ ov @ model.unembedding  # (V, D) (D, D) (D, V) -> (V, V)
+    return circuit
+
+
+def copying_scores(model: InductionModel) -> dict[str, Array]:
+    """Does each head copy the token it attends to? Two readings of its `full_ov_circuit` ``M (V, V)``,
+    each ``(layers, h)``:
+
+    - ``"eigenvalue"``: ``sum(eigenvalues of M) / sum(|eigenvalues of M|)``, the copying score of
+      Elhage et al. (2021), used by Olsson et al. (2022). It lies in ``[-1, 1]``: near 1 when ``M``
+      maps every direction roughly onto itself with a positive factor (reading token ``a`` raises
+      ``a``'s logit: copying), near -1 when it maps them onto their negatives (anti-copying: the
+      head lowers the logit of the token it reads).
+    - ``"top_token"``: the fraction of tokens ``a`` whose own logit is the largest of row ``a``, i.e.
+      attending to ``a`` raises ``a`` more than any other token (a uniform chance is ``1 / V``).
+    """
+    check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
+    c = model.config
+    eigen = np.zeros((c.layers, c.heads))
+    top = np.zeros((c.layers, c.heads))
+    for i in range(c.layers):
+        for j in range(c.heads):
+            circuit = full_ov_circuit(model, i, j)
+            values = np.linalg.eigvals(circuit)  # complex in general; their sum is the (real) trace
+            eigen[i, j] = values.sum().real / np.abs(values).sum()
+            top[i, j] = np.mean(circuit.argmax(axis=1) == np.arange(c.vocab))
+    return {"eigenvalue": eigen, "top_token": top}
+
+
 def induction_targets(tokens: Any) -> NDArray[np.int64]:
     """For each position ``t`` of ``tokens (T,)``: the position after the latest earlier copy of
     token ``t``, or ``-1`` where token ``t`` has not occurred before.
@@ -429,10 +512,12 @@ def _check_weights(weights: Any) -> None:
         raise ValueError(f"weights must be self-attention weights (B, h, T, T), got shape {weights.shape}")
 
 
-def previous_token_score(weights: Array, positions: int | None = None) -> Array:
-    """Per head, ``mean over b and t = 1 .. P-1 of A[b, head, t, t - 1]``: ``(B, h, T, T)`` -> ``(h,)``.
+def previous_token_score(weights: Array, positions: int | None = None, start: int = 1) -> Array:
+    """Per head, ``mean over b and t = a .. P-1 of A[b, head, t, t - 1]``: ``(B, h, T, T)`` -> ``(h,)``.
 
-    ``positions`` is ``P``, how many leading query positions to score (default: all ``T``).
+    ``positions`` is ``P``, how many leading query positions to score (default: all ``T``);
+    ``start`` is ``a``, the first query scored (default 1, the first with a previous token; ``L``
+    scores the repeated half of an ``A A`` sequence).
     """
     _check_weights(weights)
     T = weights.shape[-1]
@@ -441,8 +526,9 @@ def previous_token_score(weights: Array, positions: int | None = None) -> Array:
             f"weights cover T={T} position; a previous-token score needs T >= 2, got shape {weights.shape}"
         )
     P = T if positions is None else check_int("positions", positions, low=2, high=T, symbol="P")
-    t = np.arange(1, P)
-    score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - 1) -> (h,)
+    a = check_int("start", start, low=1, high=P - 1, symbol="a")
+    t = np.arange(a, P)
+    score: Array = weights[..., t, t - 1].mean(axis=(0, 2))  # (B, h, P - a) -> (h,)
     return score
 
 
@@ -460,6 +546,26 @@ def induction_score(weights: Array, half: int) -> Array:
     half = check_int("half", half, high=T - 1, symbol="L")
     t = np.arange(half, T)
     score: Array = weights[..., t, t - half + 1].mean(axis=(0, 2))  # (B, h, T - L) -> (h,)
+    return score
+
+
+def offset_score(weights: Array, offset: int, queries: Any) -> Array:
+    """Per head, ``mean over b and t in queries of A[b, head, t, t - offset]``: ``(B, h, T, T)`` -> ``(h,)``.
+
+    The weight each query ``t`` puts on the key ``offset`` positions back. Both scores above are
+    cases of it: `previous_token_score` is offset 1, `induction_score` offset ``L - 1`` over the
+    queries ``L .. T-1``; offset ``L`` over those queries is the weight on the earlier copy itself.
+    ``queries`` are integer positions with ``offset <= t < T``.
+    """
+    _check_weights(weights)
+    T = weights.shape[-1]
+    offset = check_int("offset", offset, low=0, high=T - 1)
+    t = np.asarray(queries)
+    if t.ndim != 1 or t.size == 0 or t.dtype.kind not in "iu":
+        raise TypeError(f"queries must be a non-empty 1-D array of integer positions, got {t.dtype} {t.shape}")
+    if t.min() < offset or t.max() >= T:
+        raise ValueError(f"queries must lie in offset .. T-1 = {offset} .. {T - 1}, got {t.min()} .. {t.max()}")
+    score: Array = weights[..., t, t - offset].mean(axis=(0, 2))  # (B, h, len(queries)) -> (h,)
     return score
 
 
@@ -483,12 +589,13 @@ def even_spread_weights(T: int) -> Array:
     return weights
 
 
-def repeat_bets(model: InductionModel, tokens: Tokens) -> dict[str, Array]:
+def repeat_bets(model: InductionModel, tokens: Tokens, ablate: Iterable[tuple[int, int]] = ()) -> dict[str, Array]:
     """Where the model puts its next-token probability at each position of ``tokens (B, T)`` (it reads
-    all of them): means over the batch, ``(T,)`` each, of the probability of the sequence's first
-    token (``"first_token"``: a bet that a repeat starts) and of every token among ``0 .. t`` already
-    seen (``"seen"``; in a first half of distinct tokens none of them can come next)."""
-    logits, _ = run(model, tokens)
+    all of them), with the heads in ``ablate`` zeroed: means over the batch, ``(T,)`` each, of the
+    probability of the sequence's first token (``"first_token"``: a bet that a repeat starts) and of
+    every token among ``0 .. t`` already seen (``"seen"``; in a first half of distinct tokens none of
+    them can come next)."""
+    logits, _ = run(model, tokens, ablate)
     p = softmax(logits, axis=-1)  # (B, T, V)
     T = tokens.shape[1]
     seen = np.zeros(p.shape, dtype=bool)
@@ -547,6 +654,7 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     _, weights = run(model, tokens[:, :-1])
     prev = np.stack([previous_token_score(w) for w in weights])  # (layers, h)
     prev_first = np.stack([previous_token_score(w, c.half) for w in weights])  # queries 1 .. L-1 only
+    prev_second = np.stack([previous_token_score(w, start=c.half) for w in weights])  # queries L .. 2L-2
     ind = np.stack([induction_score(w, c.half) for w in weights])
     prev_head, ind_head = int(prev_first[0].argmax()), int(ind[-1].argmax())
     induction_heads = [(c.layers - 1, int(j)) for j in np.flatnonzero(ind[-1] > 0.7)]
@@ -569,6 +677,7 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
         "even_spread_induction_score": rounded(induction_score(spread, c.half)[0]),
         "previous_token_score": rounded(prev),
         "previous_token_score_first_half": rounded(prev_first),
+        "previous_token_score_repeated_half": rounded(prev_second),
         "induction_score": rounded(ind),
         "previous_token_head": [0, prev_head],
         "induction_head": [c.layers - 1, ind_head],
@@ -584,11 +693,13 @@ def measure(path: Path | str = DATA_PATH, batch: int = 256, seed: int = EVAL_SEE
     both = repeat_prediction_stats(model, tokens, induction_heads)
     both_loss = loss_per_position(model, tokens, induction_heads)[c.half :].mean()
     by_weights = weight_composition_scores(model)
+    copying = copying_scores(model)
     return figures | {
         "last_layer_induction_score_with_first_layer_head_ablated": rounded(composed),
         "last_layer_induction_score_with_first_layer_head_hidden_from_keys": rounded(hidden["keys"]),
         "last_layer_induction_score_with_first_layer_head_hidden_from_queries": rounded(hidden["queries"]),
         **{f"weight_composition_scores_{name}": rounded(table) for name, table in by_weights.items()},
+        **{f"copying_score_{name}": rounded(table) for name, table in copying.items()},
         "induction_heads_zeroed_repeated_half_loss": rounded(both_loss),
         **{f"induction_heads_zeroed_{name}": rounded(value) for name, value in both.items()},
     }

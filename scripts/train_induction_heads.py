@@ -4,6 +4,7 @@
     python scripts/train_induction_heads.py --seed 1 --out /tmp/other.npz --figures /tmp/other.json
     python scripts/train_induction_heads.py --layers 1 --out lessons_lib/data/induction_one_layer.npz
     python scripts/train_induction_heads.py --measure-only     # re-measure the shipped weights, no training
+    python scripts/train_induction_heads.py --curve-only       # retrain, record the training curve, keep the weights
 
 The task: each sequence is ``L`` random distinct tokens followed by the same ``L`` tokens again
 (`lessons_lib.induction.repeated_tokens`). The model predicts the next token at every position. The
@@ -26,7 +27,13 @@ The model: token embedding + learned position embedding, two causal multi-head a
 unembedding. No MLPs and no LayerNorm: the circuit needs neither, and without them every path
 from a head to the logits is a product of matrices that the lesson can read.
 
-The notebook only loads the file (`lessons_lib.induction`, NumPy); it never trains.
+``--curve-only`` reruns the shipped training and records, every `RECORD_EVERY` steps, the losses and
+the heads' scores on the held-out batch (``induction_heads_curve.json``, read by
+`lessons_lib.induction.load_training_curve`): Olsson et al. (2022)'s phase change, the loss falling
+as the induction heads form. It leaves the shipped weights alone and prints how far the retrained
+weights are from them.
+
+The notebook only loads the files (`lessons_lib.induction`, NumPy); it never trains.
 """
 
 from __future__ import annotations
@@ -45,10 +52,12 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from lessons_lib.induction import DATA_PATH, InductionConfig, repeated_tokens, save_weights
+from lessons_lib.induction import CURVE_PATH, DATA_PATH, EVAL_SEED, InductionConfig, repeated_tokens, save_weights
 from lessons_lib.mha_torch import MultiHead, causal_mask
 
 CURVE_STEPS = 60  # how many first training losses the figures file keeps (a short retraining repeats them)
+RECORD_EVERY = 20  # --curve-only: evaluate on the held-out batch every this many steps
+CURVE_BATCH = 256  # the held-out batch of the curve: repeated_tokens(CURVE_BATCH, V, L, EVAL_SEED), as the lesson's
 TRAIN_SEED_OFFSET = 10_000  # training batch i uses seed TRAIN_SEED_OFFSET * (seed + 1) + i: never an eval seed
 
 
@@ -60,6 +69,7 @@ class TrainResult:
     arrays: dict[str, NDArray[np.float32]]
     seconds: float  # CPU seconds of the training loop
     losses: list[float] = field(default_factory=list)
+    curve: dict[str, list[float]] = field(default_factory=dict)  # filled when `train` records (record_every > 0)
 
 
 class AttentionOnly(nn.Module):
@@ -86,23 +96,56 @@ class AttentionOnly(nn.Module):
         return logits
 
 
-def train(config: InductionConfig) -> TrainResult:
-    """Adam on fresh batches; one CPU thread, so a rerun on this machine repeats every bit."""
+def train(config: InductionConfig, record_every: int = 0) -> TrainResult:
+    """Adam on fresh batches; one CPU thread, so a rerun on this machine repeats every bit. With
+    ``record_every > 0``, `evaluate` runs before steps 0, k, 2k, ... and after the last (no random
+    numbers drawn, no gradient: the training itself is unchanged)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(config)
+        return _train(config, record_every)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(config: InductionConfig) -> TrainResult:
+def evaluate(model: AttentionOnly, tokens: Tensor, half: int) -> dict[str, float]:
+    """On whole held-out sequences ``tokens (B, 2L)``: the first and repeated halves' mean losses, the
+    largest induction score of the last layer and previous-token score (first half) of the first."""
+    with torch.no_grad():
+        inputs = tokens[:, :-1]
+        T = inputs.shape[1]
+        allowed = causal_mask(T)
+        x = model.token(inputs) + model.position[:T]
+        weights = []
+        for layer in model.layers:
+            out, w = layer(x, allowed=allowed)  # w (B, h, T, T)
+            weights.append(w)
+            x = x + out
+        loss = F.cross_entropy(model.unembed(x).transpose(1, 2), tokens[:, 1:], reduction="none").mean(dim=0)
+        t = torch.arange(half, T)
+        first = torch.arange(1, half)
+        induction = weights[-1][..., t, t - half + 1].mean(dim=(0, 2)).max()
+        previous = weights[0][..., first, first - 1].mean(dim=(0, 2)).max()
+    return {"first_half_loss": loss[: half - 1].mean().item(), "repeated_half_loss": loss[half:].mean().item(),
+            "induction_score": induction.item(), "previous_token_score": previous.item()}
+
+
+def _train(config: InductionConfig, record_every: int = 0) -> TrainResult:
     start = time.process_time()  # CPU time: on a shared machine the wall time says little
     model = AttentionOnly(config)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     first_seed = TRAIN_SEED_OFFSET * (config.seed + 1)
     losses: list[float] = []
+    held_out = torch.from_numpy(repeated_tokens(CURVE_BATCH, config.vocab, config.half, EVAL_SEED))
+    curve: dict[str, list[float]] = {}
+
+    def record(step: int) -> None:
+        for name, value in {"step": float(step), **evaluate(model, held_out, config.half)}.items():
+            curve.setdefault(name, []).append(value)
+
     for step in range(config.steps):
+        if record_every and step % record_every == 0:
+            record(step)
         tokens = torch.from_numpy(
             repeated_tokens(config.batch, config.vocab, config.half, first_seed + step, config.shortest)
         )
@@ -112,8 +155,10 @@ def _train(config: InductionConfig) -> TrainResult:
         loss.backward()  # type: ignore[no-untyped-call]
         optimiser.step()
         losses.append(loss.item())
+    if record_every:
+        record(config.steps)
     seconds = time.process_time() - start
-    return TrainResult(config, numpy_arrays(model), seconds, losses)
+    return TrainResult(config, numpy_arrays(model), seconds, losses, curve)
 
 
 def numpy_arrays(model: AttentionOnly) -> dict[str, NDArray[np.float32]]:
@@ -141,7 +186,12 @@ def main(argv: list[str]) -> int:
                         help="do not train: re-measure the weights at --out and rewrite its figures file")
     parser.add_argument("--out", type=Path, default=DATA_PATH)
     parser.add_argument("--figures", type=Path, default=None, help="JSON of measured figures (default: beside --out)")
+    parser.add_argument("--curve-only", action="store_true",
+                        help="retrain, write the training curve to --curve, keep the weights at --out")
+    parser.add_argument("--curve", type=Path, default=CURVE_PATH, help="JSON of the training curve")
     args = parser.parse_args(argv)
+    if args.curve_only:
+        return write_curve(args)
 
     from lessons_lib.induction import load_induction_model, measure  # NumPy: the numbers the lesson shows
 
@@ -170,6 +220,25 @@ def main(argv: list[str]) -> int:
     for name, value in figures.items():
         print(f"{name}: {value}")
     print(f"{'measured' if args.measure_only else 'wrote'} {path} ({path.stat().st_size} bytes); wrote {figures_path}")
+    return 0
+
+
+def write_curve(args: argparse.Namespace) -> int:
+    """Retrain with the config of the weights at ``args.out``, recording the curve; the weights stay."""
+    from lessons_lib.induction import load_induction_model
+
+    shipped = load_induction_model(args.out)
+    result = train(shipped.config, record_every=RECORD_EVERY)
+    retrained = np.concatenate([a.ravel() for a in result.arrays.values()])
+    stored = np.load(args.out)
+    kept = np.concatenate([stored[name].ravel() for name in result.arrays])
+    print(f"retrained in {result.seconds:.1f} s of CPU; largest difference from the shipped weights: "
+          f"{np.abs(retrained - kept).max():.2g}")
+    every = {"config": asdict(shipped.config), "record_every": RECORD_EVERY,
+             "training_loss": [round(loss, 4) for loss in result.losses]}
+    record = every | {name: [round(v, 4) for v in values] for name, values in result.curve.items()}
+    args.curve.write_text("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in record.items()) + "\n}\n")
+    print(f"wrote {args.curve}")
     return 0
 
 

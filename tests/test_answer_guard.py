@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from answer_guard import (
     LESSONS,
-    Leak,
     code_tokens,
     contains,
     copied_share,
@@ -20,26 +18,11 @@ from answer_guard import (
     unfolded,
 )
 
-# Lessons 05-09 are rebuilt to these rules by the next issue; until then, the items that still leak
-# (or declare nothing yet) are listed here. The list may only shrink: an item listed here that no
-# longer leaks fails the test, so that it is taken off.
-KNOWN_LEAKS: dict[str, set[str]] = {
-    "09": {*(f"Predict {n}" for n in range(1, 8)), *(f"Your turn {n}" for n in range(1, 5))},
-}
-
-
-def item(leak: Leak) -> str:
-    return re.sub(r" \(cell \d+\)$", "", leak.item)
-
 
 @pytest.mark.parametrize("path", LESSONS, ids=[path.name for path in LESSONS])
 def test_no_answer_is_on_screen_before_the_learner_tries(path: Path) -> None:
-    known = KNOWN_LEAKS.get(path.name[:2], set())
-    found = leaks(path)
-    new = [str(leak) for leak in found if item(leak) not in known]
-    assert not new, f"{path.name}: answers on screen before the learner tries:\n" + "\n".join(new)
-    gone = sorted(known - {item(leak) for leak in found})
-    assert not gone, f"{path.name}: these items no longer leak: take them off KNOWN_LEAKS: {gone}"
+    found = [str(leak) for leak in leaks(path)]
+    assert not found, f"{path.name}: answers on screen before the learner tries:\n" + "\n".join(found)
 
 
 # --- the guard itself ------------------------------------------------------------------------------

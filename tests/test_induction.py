@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from numpy.typing import NDArray
 
 from lessons_lib import induction
@@ -274,6 +275,14 @@ def check_claims(figures: dict[str, Any], vocab: int) -> None:
     queries = np.array(figures["last_layer_induction_score_with_first_layer_head_hidden_from_queries"])
     assert np.all(keys[prev_head, induction_heads] < 0.5 * ind[1, induction_heads])
     assert np.all(queries[prev_head, induction_heads] > 0.9 * ind[1, induction_heads])
+    # The previous-token head is one on the first half; on the repeated half it splits its weight.
+    second = np.array(figures["previous_token_score_repeated_half"])
+    assert second[0, prev_head] < 0.5 * prev_first[0, prev_head]
+    # Copying (Olsson et al.'s second half): the induction heads copy, the other last-layer heads anti-copy.
+    copying = np.array(figures["copying_score_eigenvalue"])
+    assert np.all(copying[1, induction_heads] > 0.9)
+    assert np.all(copying[1, [j for j in range(copying.shape[1]) if j not in induction_heads]] < -0.9)
+    assert np.all(np.array(figures["copying_score_top_token"])[1, induction_heads] > 0.5)
 
 
 def test_shipped_weights_show_the_induction_circuit() -> None:
@@ -284,3 +293,90 @@ def test_shipped_weights_show_the_induction_circuit() -> None:
     shipped = json.loads(induction.DATA_PATH.with_suffix(".json").read_text())
     for name, value in figures.items():  # the figures file beside the weights says the same
         np.testing.assert_allclose(shipped[name], value, atol=1e-4, err_msg=name)
+
+
+# ----- copying: the full OV circuit ----------------------------------------------------------------
+def test_full_ov_circuit_matches_a_pytorch_route() -> None:
+    model = induction.load_induction_model()
+    c = model.config
+    for layer, head in [(0, 1), (1, 2), (1, 0)]:
+        torch_layer = model.layers[layer]
+        # PyTorch route: the head's value and output as nn.Linear maps applied to every token's embedding.
+        cols = slice(head * torch_layer.head_width, (head + 1) * torch_layer.head_width)
+        value = torch.nn.Linear(c.width, torch_layer.head_width, bias=False).double()
+        out = torch.nn.Linear(torch_layer.head_width, c.width, bias=False).double()
+        unembed = torch.nn.Linear(c.width, c.vocab, bias=False).double()
+        with torch.no_grad():
+            value.weight.copy_(torch.from_numpy(torch_layer.wv[:, cols].T.copy()))
+            out.weight.copy_(torch.from_numpy(torch_layer.wo[cols, :].T.copy()))
+            unembed.weight.copy_(torch.from_numpy(model.unembedding.T.copy()))
+            theirs = unembed(out(value(torch.from_numpy(model.token_embedding)))).numpy()
+        np.testing.assert_allclose(induction.full_ov_circuit(model, layer, head), theirs, rtol=1e-10, atol=1e-10)
+
+
+def test_copying_scores_match_torch_eigenvalues() -> None:
+    model = induction.load_induction_model()
+    scores = induction.copying_scores(model)
+    assert set(scores) == {"eigenvalue", "top_token"}
+    for layer in range(model.config.layers):
+        for head in range(model.config.heads):
+            circuit = torch.from_numpy(induction.full_ov_circuit(model, layer, head))
+            values = torch.linalg.eigvals(circuit)
+            expected = (values.sum().real / values.abs().sum()).item()
+            assert abs(scores["eigenvalue"][layer, head] - expected) < 1e-9
+            top = (circuit.argmax(dim=1) == torch.arange(model.config.vocab)).double().mean().item()
+            assert scores["top_token"][layer, head] == top
+
+
+def test_copying_score_of_known_circuits() -> None:
+    model = tiny_model()
+    scores = induction.copying_scores(model)
+    assert scores["eigenvalue"].shape == scores["top_token"].shape == (model.config.layers, model.config.heads)
+    assert np.all(np.abs(scores["eigenvalue"]) <= 1 + 1e-12)
+    assert np.all((scores["top_token"] >= 0) & (scores["top_token"] <= 1))
+    # A head whose OV circuit is the identity on a square embedding copies perfectly; its negative anti-copies.
+    V, D = 8, 8
+    config = InductionConfig(vocab=V, half=4, width=D, heads=1, layers=1, shortest=2)
+    for sign in (1.0, -1.0):
+        start = MultiHead(D, 1, seed=0)
+        layer = MultiHead.from_weights(start.wq, start.wk, sign * np.eye(D), np.eye(D), heads=1)
+        toy = induction.InductionModel(config, np.eye(V), np.zeros((config.context, D)), (layer,), np.eye(D))
+        copying = induction.copying_scores(toy)
+        assert copying["eigenvalue"][0, 0] == pytest.approx(sign)
+        assert copying["top_token"][0, 0] == (1.0 if sign > 0 else 0.0)
+
+
+def test_copying_bad_inputs() -> None:
+    model = induction.load_induction_model()
+    with pytest.raises(TypeError, match="model"):
+        induction.copying_scores("model")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="layer"):
+        induction.full_ov_circuit(model, 2, 0)
+    with pytest.raises(ValueError, match="head"):
+        induction.full_ov_circuit(model, 0, 4)
+
+
+def test_previous_token_score_on_either_half() -> None:
+    rng = np.random.default_rng(0)
+    weights = rng.random((2, 3, 7, 7))
+    t = np.arange(4, 7)
+    expected = weights[..., t, t - 1].mean(axis=(0, 2))
+    np.testing.assert_allclose(induction.previous_token_score(weights, start=4), expected)
+    first, second = induction.previous_token_score(weights, 4), induction.previous_token_score(weights, start=4)
+    whole = induction.previous_token_score(weights)
+    np.testing.assert_allclose(whole, (3 * first + 3 * second) / 6)  # 3 queries in each part
+    with pytest.raises(ValueError, match="start"):
+        induction.previous_token_score(weights, start=7)
+    with pytest.raises(ValueError, match="start"):
+        induction.previous_token_score(weights, 4, start=4)
+
+
+def test_anti_copying_heads_push_seen_tokens_down() -> None:
+    # Lesson 09's claim: zeroing layer 1's anti-copying heads (0 and 1) moves first-half probability onto
+    # tokens already seen, which never come next there (positions 1 .. L-2; at L-1 a repeat may start).
+    model = induction.load_induction_model()
+    tokens = induction.repeated_tokens(64, model.config.vocab, model.config.half, seed=induction.EVAL_SEED)[:, :-1]
+    L = model.config.half
+    intact = induction.repeat_bets(model, tokens)["seen"][1 : L - 1]
+    zeroed = induction.repeat_bets(model, tokens, ablate=[(1, 0), (1, 1)])["seen"][1 : L - 1]
+    assert np.all(zeroed > intact + 0.3)

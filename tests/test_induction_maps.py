@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from lessons_lib import induction
 from lessons_lib.plotting import induction_maps
 
 
@@ -50,3 +51,27 @@ def test_loss_curve_draws_the_best_possible_loss() -> None:
     plt.close(fig)
     with pytest.raises(ValueError, match="best must have 1 axis"):
         induction_maps.plot_loss_per_position(loss, 4, np.log(10), best=best[None])
+
+
+def test_ov_circuit_maps_share_one_centred_scale() -> None:
+    model = induction.load_induction_model()
+    circuits = {f"layer 1, head {j}": induction.full_ov_circuit(model, 1, j) for j in (0, 2)}
+    fig = induction_maps.plot_ov_circuits(circuits)
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == 2
+    limit = max(float(np.abs(c).max()) for c in circuits.values())
+    for image in images:
+        assert image.get_clim() == (-limit, limit)
+    assert [ax.get_title() for ax in fig.axes if ax.images] == list(circuits)
+    with pytest.raises(ValueError):
+        induction_maps.plot_ov_circuits({"bad": np.zeros(3)})
+    plt.close(fig)
+
+
+def test_training_curve_draws_every_series() -> None:
+    curve = induction.load_training_curve()
+    fig = induction_maps.plot_training_curve(curve)
+    top, bottom = fig.axes
+    assert len(top.lines) == 3 and len(bottom.lines) == 2
+    np.testing.assert_array_equal(bottom.lines[0].get_ydata(), curve["induction_score"])
+    plt.close(fig)

@@ -152,3 +152,41 @@ def test_weight_composition_scores_against_random_weights() -> None:
     assert np.all(keys > max(table.max() for table in random.values()))
     assert np.all(scores["keys"][1, [0, 1]].round(2) == 0.29) and np.all(scores["keys"][3, heads] > 0.3)  # less sharp
     assert induction.composition_scores is induction.path_ablation_scores  # the old name still works
+
+
+# ---- the training curve (Olsson et al.'s phase change) ---------------------------------------------------
+def test_a_short_retraining_repeats_the_recorded_curve() -> None:
+    pytest.importorskip("torch")
+    script = load_script()
+    curve = induction.load_training_curve()
+    every = script.RECORD_EVERY
+    assert np.all(np.diff(curve["step"]) == every) or curve["step"][-1] == MODEL.config.steps
+    short = script.train(induction.InductionConfig(**{**MODEL.config.__dict__, "steps": every}), record_every=every)
+    for name in induction.CURVE_FIELDS:
+        np.testing.assert_allclose(short.curve[name], curve[name][:2], atol=2e-3, err_msg=name)
+    np.testing.assert_allclose(short.losses, curve["training_loss"][:every], atol=2e-3)
+    # Recording draws no random numbers and takes no gradient: the training is the same without it.
+    plain = script.train(induction.InductionConfig(**{**MODEL.config.__dict__, "steps": every}))
+    assert plain.losses == short.losses
+
+
+def test_the_curve_shows_a_phase_change() -> None:
+    curve = induction.load_training_curve()
+    steps, loss, score = curve["step"], curve["repeated_half_loss"], curve["induction_score"]
+    assert len(curve["training_loss"]) == MODEL.config.steps and steps[-1] == MODEL.config.steps
+    final = figures(induction.DATA_PATH)
+    assert abs(loss[-1] - final["repeated_half_loss"]) < 1e-3  # the last record is the shipped model
+    assert abs(score[-1] - max(final["induction_score"][-1])) < 1e-3
+    start, end = steps[np.argmax(score > 0.2)], steps[np.argmax(score > 0.7)]
+    assert end - start <= 300 < start  # a plateau, then the induction score jumps within a tenth of training
+    assert loss[steps == start][0] > 2.5 > 1.2 > loss[steps == end][0]  # and the loss falls with it
+    first = curve["first_half_loss"]
+    assert first[steps == end][0] > first[steps <= start].min() + 0.2  # the first half gets worse meanwhile
+
+
+def test_training_curve_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="--curve-only"):
+        induction.load_training_curve(tmp_path / "nowhere.json")
+    (tmp_path / "other.json").write_text(json.dumps({"step": [0]}))
+    with pytest.raises(ValueError, match="is not a training curve"):
+        induction.load_training_curve(tmp_path / "other.json")

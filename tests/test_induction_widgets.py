@@ -186,7 +186,7 @@ def test_residual_stream_boxes_come_from_the_sizes() -> None:
     fig = residual_stream.plot_residual_stream(8, 2, 32)
     texts = box_texts(fig)
     assert texts == residual_stream.block_labels(8, 2, 32)
-    assert "W_q, W_k, W_v[:, 4:8]" in texts["head 1"] and "W_o[4:8, :]" in texts["head 1"]
+    assert "W_q[:, 4:8],\nW_k[:, 4:8], W_v[:, 4:8]" in texts["head 1"] and "W_o[4:8, :]" in texts["head 1"]
     assert "D=8 -> F=32 -> D" in texts["ffn"] and "x (B, T, D=8)" in texts["embed"]
     assert sum(isinstance(p, FancyBboxPatch) for p in fig.axes[0].patches) == 7  # embed, out, 2 norms, 2 heads, ffn
     plt.close(fig)
@@ -226,3 +226,56 @@ def test_induction_pictures_draw_their_data() -> None:
     plt.close(fig)
     with pytest.raises(ValueError, match=r"loss must have 1 axis, laid out as \(positions,\)"):
         induction_maps.plot_loss_per_position(np.zeros((2, 2)), 1, 1.0)
+
+
+# ----- issue 28: immediate repeats, the repeated half's loss, the dropdown after a bad entry ---------
+def test_an_immediate_repeat_is_not_an_induction_hit(model: InductionModel) -> None:
+    view = next_token_view(model, [7, 7], 1, 2)
+    assert view["copies"] == 0 and np.isnan(view["induction_weight"]) and view["self_targets"] == 1
+    zeros = next_token_view(model, [0] * 8, 1, 2)
+    assert zeros["copies"] == 0 and zeros["self_targets"] == 7
+    explorer = InductionExplorer(model, layer=1, head=2)
+    explorer.controls["tokens"].value = "7 7"
+    readout = explorer.data["readout"]
+    assert "1 immediate repeat left out" in readout and "after the earlier copy 0.50" not in readout
+    assert "1 known next token:" in readout  # singular, not "1 known next tokens"
+    # A repeat after a gap is still counted: position 3 (token 7) looks for position 1 (token 8).
+    mixed = next_token_view(model, [7, 8, 9, 7], 1, 2)
+    assert mixed["copies"] == 1
+    assert mixed["induction_weight"] == pytest.approx(mixed["map"][3, 1])
+
+
+def test_the_repeated_half_loss_is_shown_beside_the_whole_sequence(model: InductionModel) -> None:
+    explorer = InductionExplorer(model, layer=1, head=2)
+    d = explorer.data
+    ids = d["ids"]
+    seen = [k for k in range(len(ids) - 1) if ids[k] in ids[:k]]
+    assert seen == list(range(model.config.half, len(ids) - 1))  # the repeated half, L .. 2L-2
+    assert d["seen"] == len(seen)
+    assert d["loss_seen"] == pytest.approx(-np.log(d["p_next"][seen]).mean())
+    assert d["loss_seen"] < 0.2 < 1.5 < d["loss"]  # the repeated half is easy, the whole sequence is not
+    assert f"whose token appeared before (a repeat): {d['loss_seen']:.2f}" in d["readout"]
+    assert f"whole sequence, 22 known next tokens: {d['loss']:.2f}" in d["readout"]
+    explorer.controls["sequence"].value = "random"
+    assert np.isnan(explorer.data["loss_seen"]) and "a repeat)" not in explorer.data["readout"]
+
+
+def test_a_bad_entry_puts_the_dropdown_back(model: InductionModel) -> None:
+    explorer = InductionExplorer(model)
+    explorer.controls["sequence"].value = "gap"
+    explorer.controls["tokens"].value = "xyz"
+    d = explorer.data
+    assert d["ids"] == example_sequences(model)["gap"][1] and d["error"] is not None
+    assert explorer.controls["sequence"].value == "gap" and d["sequence"] == "gap"
+    explorer.controls["tokens"].value = "1 2 3 1 2"
+    explorer.controls["tokens"].value = "1 2 oops"
+    assert explorer.controls["sequence"].value == TYPED and explorer.data["ids"] == [1, 2, 3, 1, 2]
+
+
+def test_parse_tokens_refuses_non_ascii_digits_and_quotes_briefly() -> None:
+    for text in ("\u00b2", "\uff13 4 5"):  # a superscript 2, a full-width 3
+        with pytest.raises(ValueError, match="is not a token id"):
+            parse_tokens(text, 32, 23)
+    with pytest.raises(ValueError) as caught:
+        parse_tokens("abcdefghijklmnopqrstuvwxyz 1", 32, 23)
+    assert "'abcdefghijkl'" in str(caught.value)

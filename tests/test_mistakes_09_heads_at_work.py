@@ -24,6 +24,7 @@ from lessons_lib.checks.heads_at_work import (
     check_block_function,
     check_double_ablation,
     check_induction_function,
+    check_offset_function,
     check_rms_norm_function,
 )
 from lessons_lib.mha_numpy import causal_mask
@@ -121,14 +122,35 @@ BLOCK_ROWS: list[tuple[str, BlockFunction, str, bool]] = [
 ]
 
 
-# ---- Your turn 2: RMSNorm ------------------------------------------------------------------------
-def _rms(z: Floats, gain: Floats, square_mean: Callable[[Floats], Floats] | None = None) -> Floats:
+# ---- Your turn 3: RMSNorm ------------------------------------------------------------------------
+def _rms(z: Floats, gain: Floats, square_mean: Callable[[Floats], Floats] | None = None, eps: float = 1e-5) -> Floats:
     ms = (z**2).mean(axis=-1, keepdims=True) if square_mean is None else square_mean(z)
-    out: Floats = z / np.sqrt(ms + 1e-5) * gain
+    out: Floats = z / np.sqrt(ms + eps) * gain
     return out
 
 
-RMS = "09 YT2 RMSNorm"
+def _right_rms(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain, eps=eps)
+
+
+def _eps_ignored(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain)
+
+
+def _no_eps(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain, eps=0.0)
+
+
+def _rms_by_sum(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    return _rms(z, gain, lambda z: (z**2).sum(axis=-1, keepdims=True) / z.shape[-1], eps)
+
+
+def _eps_outside(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
+    out: Floats = z / (np.sqrt((z**2).mean(axis=-1, keepdims=True)) + eps) * gain
+    return out
+
+
+RMS = "09 YT3 RMSNorm"
 RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
     ("a sum of squares instead of their mean", lambda z, g: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True)),
      "you summed the squares", True),
@@ -146,11 +168,14 @@ RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
     ("float64 returned for float32", lambda z, g: _rms(z.astype(np.float64), g.astype(np.float64)),
      "returned float64", True),
     ("one position dropped", lambda z, g: _rms(z, g)[..., :-1], "keeps z's shape", True),
+    ("eps outside the square root", _eps_outside, "eps is outside the square root", True),
+    ("eps argument ignored (1e-5 always)", _eps_ignored, "whatever the eps argument says", True),
+    ("no eps at all", _no_eps, "eps is missing", True),
     ("z unchanged", lambda z, g: z, "not RMSNorm", False),
 ]
 
 
-# ---- Your turn 3: the induction score ------------------------------------------------------------
+# ---- the induction score checker (kept, no longer an exercise) ------------------------------------------------------
 def _pick(query_from: Callable[[int], int], key: Callable[[Any, int], Any], axes: Any = (0, 2),
           total: bool = False) -> Callable[[Floats, int], Any]:
     def score(weights: Floats, L: int) -> Any:
@@ -167,7 +192,7 @@ def _right_induction(weights: Floats, L: int) -> Floats:
     return out
 
 
-INDUCTION = "09 YT3 induction score"
+INDUCTION = "09 induction score (checker kept, no longer an exercise)"
 INDUCTION_ROWS: list[tuple[str, Callable[[Floats, int], Any], str, bool]] = [
     ("calls induction.induction_score", lambda w, L: induction.induction_score(w, L),
      "calls the library's induction_score", True),
@@ -181,6 +206,67 @@ INDUCTION_ROWS: list[tuple[str, Callable[[Floats, int], Any], str, bool]] = [
     ("one score for all heads", _pick(lambda L: L, lambda t, L: t - L + 1, axes=None), "keep the head axis", True),
     ("the notebook's L = 12 hard-coded", lambda w, L: _right_induction(w, 5), "not with other sizes (T=7, L=3)", True),
     ("something else", lambda w, L: _right_induction(w, L) + 0.5, "not the induction score", False),
+]
+
+
+# ---- Your turn 2 (in section 3): the offset score ------------------------------------------------
+def _offset(keys: Callable[[Any, int], Any] = lambda t, o: t - o, axes: Any = (0, 2), total: bool = False,
+            queries: Callable[[Floats, int, Any], Any] | None = None) -> Callable[[Floats, int, Any], Any]:
+    def score(weights: Floats, offset: int, given: Any) -> Any:
+        t = given if queries is None else queries(weights, offset, given)
+        picked = weights[..., t, keys(t, offset)]
+        return picked.sum(axis=axes) if total else picked.mean(axis=axes)
+
+    return score
+
+
+def _right_offset(weights: Floats, offset: int, queries: Any) -> Floats:
+    out: Floats = weights[..., queries, queries - offset].mean(axis=(0, 2))
+    return out
+
+
+def _offset_loop(weights: Floats, offset: int, queries: Any) -> Floats:
+    total = np.zeros(weights.shape[1])
+    for t in queries:
+        total += weights[:, :, t, t - offset].mean(axis=0)
+    out: Floats = total / len(queries)
+    return out
+
+
+def _block_not_diagonal(weights: Floats, offset: int, queries: Any) -> Any:
+    return weights[..., queries, :][..., queries - offset].mean(axis=(0, 2, 3))
+
+
+def _first_sequence(weights: Floats, offset: int, queries: Any) -> Any:
+    return weights[0][:, queries, queries - offset].mean(axis=-1)
+
+
+T = 10  # a notebook-like global `T` for the row below (the checker's first T, as a learner's notebook might hold)
+
+
+def _reads_global_t(weights: Floats, offset: int, queries: Any) -> Any:
+    t = np.arange(queries[0], T)
+    return weights[..., t, t - offset].mean(axis=(0, 2))
+
+
+OFFSET = "09 YT2 offset score"
+OFFSET_ROWS: list[tuple[str, Callable[[Floats, int, Any], Any], str, bool]] = [
+    ("calls induction.offset_score", lambda w, o, q: induction.offset_score(w, o, q),
+     "calls the library's offset_score", True),
+    ("query and key swapped", lambda w, o, q: w[..., q - o, q].mean(axis=(0, 2)), "every score is 0", True),
+    ("a key after the query (t + offset)", _offset(keys=lambda t, o: np.minimum(t + o, t.max())),
+     "right shape (", False),
+    ("key one too late", _offset(keys=lambda t, o: t - o + 1), "one position too late", True),
+    ("key one too early", _offset(keys=lambda t, o: t - o - 1), "one position too early", True),
+    ("every query, not those given", _offset(queries=lambda w, o, q: np.arange(o, w.shape[-1])),
+     "score only the query positions given", True),
+    ("every query paired with every key", _block_not_diagonal, "paired every query with every key", True),
+    ("the first sequence only", _first_sequence, "the first sequence only", True),
+    ("a sum instead of a mean", _offset(total=True), "you summed", True),
+    ("the batch not averaged", _offset(axes=2), "average over the batch as well", True),
+    ("the heads averaged away", _offset(axes=(0, 1)), "averaged the heads away", True),
+    ("one score for all heads", _offset(axes=None), "keep the head axis", True),
+    ("the notebook's T read as a global", _reads_global_t, "reads the notebook's T", True),
 ]
 
 
@@ -214,8 +300,12 @@ DOUBLE_ROWS: list[tuple[str, Callable[[], Any], str, bool]] = [
     ("every position", lambda: _loss(PAIRS).mean(), "mean over every position", True),
     ("a sum over the positions", lambda: _loss(PAIRS)[L:].sum(), "summed the losses over the positions", True),
     ("ln V, the uniform guess", lambda: np.log(MODEL.config.vocab), "that is ln V", True),
-    ("a number copied wrong, 0.03 off", lambda: float(_loss(PAIRS)[L:].mean()) - 0.03,
+    ("a number copied wrong, 0.008 off", lambda: float(_loss(PAIRS)[L:].mean()) - 0.008,
      "more than rounding to 2 decimals explains", True),
+    ("the model run on tokens[:, :-1]",
+     lambda: induction.loss_per_position(MODEL, FEW[:, :-1], ablate=PAIRS)[L:].mean(), "you passed tokens[:, :-1]",
+     True),
+    ("0.03 off: not a rounding", lambda: float(_loss(PAIRS)[L:].mean()) - 0.03, "is not it", False),
     ("a string", lambda: "4.10", "expected one number", True),
     ("some other number", lambda: 123.0, "is not it", False),
 ]
@@ -231,15 +321,20 @@ MISTAKES: list[Mistake] = [
     *[Mistake(INDUCTION, text, _checked(check_induction_function, f), words, named)
       for text, f, words, named in INDUCTION_ROWS],
     *[Mistake(DOUBLE, text, _double(answer), words, named) for text, answer, words, named in DOUBLE_ROWS],
-    Mistake(DOUBLE, "4.0 on the lesson's batch", _double(lambda: 4.0, TOKENS), "more than rounding to 2 decimals"),
+    Mistake(DOUBLE, "4.09 (truncated) on the lesson's batch", _double(lambda: 4.09, TOKENS),
+            "more than rounding to 2 decimals"),
+    *[Mistake(OFFSET, text, _checked(check_offset_function, f), words, named) for text, f, words, named in OFFSET_ROWS],
 ]
 
 RIGHT: list[RightAnswer] = [
     RightAnswer(BLOCK, "the two residual updates", lambda: check_block_function(right_block)),
-    RightAnswer(RMS, "z / sqrt(mean(z**2) + eps) * gain", lambda: check_rms_norm_function(_rms)),
+    RightAnswer(RMS, "z / sqrt(mean(z**2) + eps) * gain", lambda: check_rms_norm_function(_right_rms)),
     RightAnswer(RMS, "divided by the root of sum / z.shape[-1]",
-                lambda: check_rms_norm_function(
-                    lambda z, g: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True) / z.shape[-1]))),
+                lambda: check_rms_norm_function(_rms_by_sum)),
+    RightAnswer(OFFSET, "fancy indexing with both arrays", lambda: check_offset_function(_right_offset)),
+    RightAnswer(OFFSET, "a loop over the queries", lambda: check_offset_function(_offset_loop)),
+    RightAnswer(OFFSET, "np.mean over a list of pairs", lambda: check_offset_function(
+        lambda w, o, q: np.mean([w[:, :, t, t - o] for t in q], axis=(0, 1)))),
     RightAnswer(INDUCTION, "fancy indexing, mean over batch and positions",
                 lambda: check_induction_function(_right_induction)),
     RightAnswer(DOUBLE, "4.10 (rounded as the lesson prints it)", _double(lambda: 4.10, TOKENS)),

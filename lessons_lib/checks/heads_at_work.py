@@ -33,15 +33,24 @@ from lessons_lib.checks import (
     same,
     same_kind,
 )
-from lessons_lib.induction import InductionModel, induction_score, loss_per_position
+from lessons_lib.induction import InductionModel, induction_score, loss_per_position, offset_score
 from lessons_lib.mha_numpy import causal_mask, softmax
 from lessons_lib.validation import check_instance, check_int
 
-__all__ = ["check_block_function", "check_double_ablation", "check_induction_function", "check_rms_norm_function"]
+__all__ = [
+    "check_block_function",
+    "check_double_ablation",
+    "check_induction_function",
+    "check_offset_function",
+    "check_rms_norm_function",
+]
 
 Floats = NDArray[np.floating[Any]]
 BORROWED_BLOCK = "you called the finished block; write the two residual updates yourself from its pieces"
 DOUBLE_ABLATION_DECIMALS = 2  # the lesson prints this loss with 2 decimals
+DOUBLE_ABLATION_ROUNDING = 0.01  # |answer - loss| that rounding (or truncating) to 2 decimals explains
+# Notebook names a function of the exercises should not read: the lesson's sizes and arrays.
+NOTEBOOK_NAMES = ("c", "T", "L", "B", "h", "D", "tokens", "layer_weights", "weights", "model", "prev", "ind")
 NOT_UNPACKED = ("block.attention returns a pair (output, weights): unpack it, e.g. `attended, _ = "
                 "block.attention(z, allowed=...)`, and add only the output to the stream")
 
@@ -250,37 +259,45 @@ def check_rms_norm_function(function: Any) -> Verdict:
     """Question "RMSNorm": ``function(z, gain) -> z / sqrt(mean(z**2) + eps) * gain`` over the last axis.
 
     Tried with ``eps = 1e-5`` on inputs whose mean is far from 0: ``(3, 4, 6)`` float64, then
-    ``(5, 10)`` float32 (the result must keep the dtype). Recognises: a fixed width ``D``, LayerNorm
+    ``(5, 10)`` float32 (the result must keep the dtype), then with ``eps = 0.01`` passed and a row
+    near 0. Recognises: eps outside the root, eps ignored or missing, a fixed width ``D``, LayerNorm
     (the mean subtracted), a sum of squares instead of their mean, no square root, the wrong axis,
     one mean over the whole array, no gain, a bias-like addition of ``gain``, and dividing by the
     standard deviation.
     """
     question = "RMSNorm"
     rng = np.random.default_rng(5)
-    # Far from zero mean, where LayerNorm and RMSNorm differ; two ranks, two widths D, two dtypes.
-    for trial, (shape, dtype) in enumerate([(((3, 4, 6)), np.float64), ((5, 10), np.float32)]):
+    # Far from zero mean, where LayerNorm and RMSNorm differ; two ranks, two widths D, two dtypes. The
+    # third trial passes eps = 0.01 and has a row of near-zeros, where eps inside or outside the root differ.
+    trials = [((3, 4, 6), np.float64, None), ((5, 10), np.float32, None), ((4, 5), np.float64, 1e-2)]
+    for trial, (shape, dtype, eps) in enumerate(trials):
         z = rng.normal(loc=1.5, size=shape).astype(dtype)
+        if eps is not None:
+            z[0] = 1e-3 * rng.normal(size=shape[-1])
         gain = (1 + 0.5 * rng.normal(size=shape[-1])).astype(dtype)
-        result = function_answer(question, function, (z.copy(), gain.copy()), "the body: return an array shaped like z")
+        args = (z.copy(), gain.copy()) if eps is None else (z.copy(), gain.copy(), eps)
+        result = function_answer(question, function, args, "the body: return an array shaped like z")
         if isinstance(result, Verdict):
             return result
-        verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64))
+        verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64), eps or 1e-5)
         if verdict is None:
             verdict = same_kind(question, result, z)
         if verdict is not None:
             if trial == 1:
                 other = f"not for z of shape {shape} ({dtype.__name__})"
                 return failed(question, f"right for z of shape (3, 4, 6), {other}: {verdict.message}")
+            if trial == 2:
+                return failed(question, f"right with the default eps, not with eps=0.01 on rows near 0: "
+                                        f"{verdict.message}")
             return verdict
     return passed(question, "z / sqrt(mean(z**2) + eps) * gain: no mean subtracted, no bias")
 
 
-def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats) -> Verdict | None:
-    """``None`` when ``result`` is RMSNorm of ``z`` (float64 here), else what went wrong."""
+def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats, eps: float) -> Verdict | None:
+    """``None`` when ``result`` is RMSNorm of ``z`` (float64 here) with ``eps``, else what went wrong."""
     got = array_answer(question, result, "the normalised array")
     if isinstance(got, Verdict):
         return got
-    eps = 1e-5
     rms = np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps)
     if same(got, z / rms * gain):
         return None
@@ -294,6 +311,11 @@ def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats) -> Verdict
     ]
     mistake = first_match(got, [
         *fixed_widths,
+        (lambda: z / (np.sqrt(square_mean) + eps) * gain,
+         "eps is outside the square root: add it to the mean square, then take the root, sqrt(mean(z**2) + eps)"),
+        (lambda: z / np.sqrt(square_mean + 1e-5) * gain,
+         "you used eps = 1e-5 whatever the eps argument says: use the eps you are given"),
+        (lambda: z / np.sqrt(square_mean) * gain, "eps is missing: add it to the mean square inside the root"),
         (lambda: layer_norm(z, gain),
          "you subtracted the mean: that is LayerNorm; RMSNorm divides by the root mean square and never centres"),
         (lambda: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + eps) * gain,
@@ -369,6 +391,90 @@ def check_induction_function(function: Any) -> Verdict:
     return passed(question, "mean weight on position t - L + 1, the token after the earlier copy, over the repeat")
 
 
+def _notebook_globals(function: Any) -> list[str]:
+    """The notebook names (`NOTEBOOK_NAMES`) that ``function``'s own code reads as globals."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    params = set(code.co_varnames[: code.co_argcount])
+    namespace = getattr(function, "__globals__", {})
+    return sorted({name for name in code.co_names if name in NOTEBOOK_NAMES and name in namespace} - params)
+
+
+OFFSET_TRIALS = [(3, 4, 10, 2, (5, 10)), (2, 3, 7, 1, (2, 6))]  # (B, h, T, offset, queries a .. b-1): len != h, B
+
+
+def check_offset_function(function: Any) -> Verdict:
+    """Question "offset score": ``function(weights, offset, queries) -> (h,)``, per head the mean over
+    ``b`` and the query positions ``t`` in ``queries`` of ``weights[b, head, t, t - offset]``.
+
+    Tried on random causal weights of `OFFSET_TRIALS` (``(3, 4, 10, 10)``, offset 2, queries 5 .. 9;
+    ``(2, 3, 7, 7)``, offset 1, queries 2 .. 5: the number of queries is never ``h`` or ``B``).
+    Recognises: a call of `induction.offset_score`, key and query swapped or a key after the query
+    (zeros in causal weights), the offset off by one either way, every query instead of those given,
+    every query paired with every key, the first sequence only, a sum, the batch or head axis averaged
+    away, and sizes or arrays read from the notebook instead of the arguments.
+    """
+    question = "offset score"
+    borrowed = forbidden_call(question, function, "offset_score")
+    if borrowed is not None:
+        return borrowed
+    rng = np.random.default_rng(7)
+    for trial, (B, h, T, offset, (a, b)) in enumerate(OFFSET_TRIALS):
+        weights = _causal_weights(rng, B, h, T)
+        queries = np.arange(a, b)
+        result = function_answer(question, function, (weights.copy(), offset, queries.copy()),
+                                 "the body: return one score per head, (h,)")
+        borrowed_names = _notebook_globals(function)
+        if isinstance(result, Verdict) and trial == 1 and borrowed_names:
+            return failed(question, f"with other sizes your function failed ({result.message}): it reads the "
+                                    f"notebook's {', '.join(borrowed_names)}; use only its arguments")
+        if isinstance(result, Verdict):
+            return result if trial == 0 else failed(question, f"with other sizes: {result.message}")
+        got = array_answer(question, result, "the scores")
+        if isinstance(got, Verdict):
+            return got
+        right = offset_score(weights, offset, queries)
+        if same(got, right):
+            continue
+        t = queries
+        every = np.arange(offset, T)
+
+        def picked(keys: Any, rows: Any = t, weights: Floats = weights) -> Floats:
+            values: Floats = weights[..., rows, keys].mean(axis=(0, 2))
+            return values
+
+        mistake = first_match(got, [
+            (np.zeros(h), "every score is 0: those are keys after their query, which causal weights never reach; "
+                          "index weights[..., query, key] (the query first) with key = query - offset"),
+            (picked(t - offset + 1), "your key is one position too late (t - offset + 1): the key is t - offset"),
+            (picked(t - offset - 1), "your key is one position too early (t - offset - 1): the key is t - offset"),
+            (picked(every - offset, every), "you scored every query from position offset on: score only the query "
+                                            "positions given in `queries`"),
+            (weights[..., t, :][..., t - offset].mean(axis=(0, 2, 3)),
+             "you paired every query with every key (a block of the map, not its diagonal): index with both arrays "
+             "at once, weights[..., t, t - offset], to pick the pairs (t[i], t[i] - offset)"),
+            (weights[0][:, t, t - offset].mean(axis=-1), "that is the first sequence only: average over the batch too"),
+            (weights[..., t, t - offset].sum(axis=(0, 2)), "you summed: average over the batch and the positions"),
+            (weights[..., t, t - offset].mean(axis=2), "keep one score per head: average over the batch as well"),
+            (weights[..., t, t - offset].mean(axis=(0, 1)), "that averaged the heads away: keep the head axis "
+                                                              "(axis 1) and average the batch and the positions"),
+            (weights[..., t, t - offset].mean(), "one score per head, not one for all heads: keep the head axis"),
+        ])
+        if mistake is None and borrowed_names:
+            mistake = (f"your function reads the notebook's {', '.join(borrowed_names)}: use only its arguments "
+                       "(weights, offset, queries), so that it fits any sizes")
+        if mistake is None and got.shape != right.shape:
+            mistake = f"expected one score per head, shape {right.shape}; yours has shape {got.shape}"
+        if trial == 1:
+            return failed(question, f"right for the first sizes, not with other sizes (T={T}, offset={offset}, "
+                                    f"queries {a} .. {b - 1}): "
+                                    f"{mistake or 'read every size from the arguments, not from the notebook'}")
+        return failed(question, mistake or f"right shape {right.shape}, wrong numbers: average weights[b, head, t, "
+                                           f"t - offset] over b and the given t (here offset={offset}, T={T})")
+    return passed(question, "mean weight from each given query t to key t - offset, per head")
+
+
 def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads: list[tuple[int, int]]) -> Verdict:
     """Question "double ablation": the mean repeated-half loss (positions ``L .. 2L-2``) with every
     head in ``heads`` zeroed at once, on ``tokens (B, 2L)``.
@@ -377,7 +483,8 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
     only precision is wrong. Recognises: only one of the heads zeroed, the same heads zeroed in
     another layer (layer 0), the single-head losses added, no head zeroed, the first half's loss,
     the repeated half started at ``L - 1``, the mean over every position, a sum over the positions,
-    and ``ln V``.
+    ``ln V``, and the model run on ``tokens[:, :-1]`` (one token short: `loss_per_position` drops the
+    last token itself). Only a difference below `DOUBLE_ABLATION_ROUNDING` counts as a precision problem.
     """
     question = "double ablation"
     check_instance("model", model, InductionModel, "the trained model from induction.load_induction_model()")
@@ -412,9 +519,12 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
         (float(both.mean()), "that is the mean over every position; take the repeated half, positions L .. 2L-2"),
         (float(both[L:].sum()), "you summed the losses over the positions: take their mean"),
         (float(np.log(model.config.vocab)), "that is ln V, the loss of a uniform guess: measure the loss instead"),
+        (lambda: float(loss_per_position(model, tokens[:, :-1], ablate=heads)[L:].mean()),
+         "you passed tokens[:, :-1]: loss_per_position takes whole sequences and drops the last token itself, so the "
+         "model read one token less and the last target was lost; pass tokens"),
     ]
     mistake = first_match(value, candidates)
-    if mistake is None:
+    if mistake is None and abs(value - right) <= DOUBLE_ABLATION_ROUNDING:
         close = precision_problem(question, value, right, DOUBLE_ABLATION_DECIMALS)
         if close is not None:
             return close

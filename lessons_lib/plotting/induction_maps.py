@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from lessons_lib.plotting import MAX_FIGURE_INCHES, MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, label_step
+from lessons_lib.plotting.palette import HEAD_COLOURS
 
 __all__ = [
     "draw_next_token_panel",
@@ -26,6 +27,8 @@ __all__ = [
     "plot_composition",
     "plot_head_maps",
     "plot_loss_per_position",
+    "plot_ov_circuits",
+    "plot_training_curve",
     "token_labels",
 ]
 
@@ -70,7 +73,8 @@ def plot_loss_per_position(
     ax.set_xlabel("position t (the model predicts token t + 1)", fontsize=9)
     ax.set_ylabel("cross-entropy (nats)", fontsize=9)
     ax.set_title(title or "next-token loss at each position", fontsize=10)
-    ax.legend(fontsize=9, loc="center right")
+    # Below the axes: inside, the legend would cover points the lesson asks about (position L - 1).
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     return fig
 
 
@@ -193,6 +197,9 @@ def plot_ablation(table: Floats, base: float, title: str = "") -> Figure:
     return fig
 
 
+COMPOSITION_HATCHES = ("", "//", "..", "xx", "\\\\", "++")
+
+
 def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: str = "") -> Figure:
     """Bars: the last layer's induction score of each head in ``heads``, under each condition.
 
@@ -204,7 +211,9 @@ def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: 
     for k, name in enumerate(conditions):
         _check_axes(f"scores[{name!r}]", scores[name], "(h,)")
         x = np.arange(len(heads)) + (k - (len(conditions) - 1) / 2) * bar_width
-        ax.bar(x, [scores[name][j] for j in heads], bar_width * 0.9, color=f"C{k}", label=name)
+        # Okabe-Ito colours and a hatch per condition: told apart under colour-vision deficiency and in grey.
+        ax.bar(x, [scores[name][j] for j in heads], bar_width * 0.9, color=HEAD_COLOURS[k % len(HEAD_COLOURS)],
+               hatch=COMPOSITION_HATCHES[k % len(COMPOSITION_HATCHES)], edgecolor="black", linewidth=0.6, label=name)
     ax.set_xticks(range(len(heads)), [f"last layer, head {j}" for j in heads])
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("induction score", fontsize=9)
@@ -213,16 +222,71 @@ def plot_composition(scores: Mapping[str, Floats], heads: Sequence[int], title: 
     return fig
 
 
+def plot_ov_circuits(circuits: Mapping[str, Floats], title: str = "") -> Figure:
+    """One map per ``(V, V)`` full OV circuit in ``circuits`` (title -> matrix): row ``a`` is what the
+    head adds to every token's logit when it attends to token ``a``. A diverging scale centred on 0, the
+    same for every panel: red raises a logit, blue lowers it; a copying head has a red diagonal."""
+    names = list(circuits)
+    for name in names:
+        _check_axes(f"circuits[{name!r}]", circuits[name], "(V, V)")
+    limit = max(float(np.abs(circuits[name]).max()) for name in names)
+    fig, axes = plt.subplots(1, len(names), figsize=(min(2.6 * len(names) + 1.0, MAX_FIGURE_INCHES), 3.0),
+                             layout="constrained", squeeze=False)
+    image = None
+    for ax, name in zip(axes[0], names, strict=True):
+        image = ax.imshow(circuits[name], cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(name, fontsize=MIN_FONT_POINTS)
+        ax.set_xlabel("logit of token b", fontsize=MIN_FONT_POINTS)
+        ax.tick_params(labelsize=MIN_FONT_POINTS)
+    axes[0][0].set_ylabel("attended token a", fontsize=MIN_FONT_POINTS)
+    assert image is not None
+    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
+    bar.set_label("logit change", fontsize=MIN_FONT_POINTS)
+    bar.ax.tick_params(labelsize=MIN_FONT_POINTS)
+    fig.suptitle(title or "full OV circuits W_E OV W_U: attend to token a, change the logit of token b",
+                 fontsize=10)
+    return fig
+
+
+def plot_training_curve(curve: Mapping[str, Floats], title: str = "") -> Figure:
+    """Two panels over the training steps, from `induction.load_training_curve`: above, the losses
+    (every training batch, thin; the held-out first and repeated halves); below, the largest
+    induction score of the last layer and previous-token score of the first."""
+    steps = curve["step"]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.6), sharex=True, layout="constrained")
+    top.plot(np.arange(len(curve["training_loss"])), curve["training_loss"], color="#bbbbbb", linewidth=0.6,
+             label="training batches (runs of 6 to 12, then filler)")
+    top.plot(steps, curve["first_half_loss"], "--", color=HEAD_COLOURS[1], label="held out: first half")
+    top.plot(steps, curve["repeated_half_loss"], "-", color=HEAD_COLOURS[0], label="held out: repeated half")
+    top.set_ylabel("loss (nats)", fontsize=MIN_FONT_POINTS)
+    top.set_ylim(0, 4.5)
+    top.legend(fontsize=MIN_FONT_POINTS, loc="center right", bbox_to_anchor=(1.0, 0.42))  # clear of the curves
+    bottom.plot(steps, curve["induction_score"], "-", color=HEAD_COLOURS[2],
+                label="induction score (best layer 1 head)")
+    bottom.plot(steps, curve["previous_token_score"], ":", color=HEAD_COLOURS[3], linewidth=2,
+                label="previous-token score (best layer 0 head)")
+    bottom.set_ylim(0, 1)
+    bottom.set_ylabel("score", fontsize=MIN_FONT_POINTS)
+    bottom.set_xlabel("training step", fontsize=MIN_FONT_POINTS)
+    bottom.legend(fontsize=MIN_FONT_POINTS, loc="lower right")
+    for ax in (top, bottom):
+        ax.tick_params(labelsize=MIN_FONT_POINTS)
+        ax.grid(alpha=0.3)
+    top.set_title(title or "the shipped training, recorded every few steps", fontsize=10)
+    return fig
+
+
 def draw_next_token_panel(ax: Axes, length: int) -> tuple[Line2D, Line2D]:
     """Axes for ``p(actual next token)`` at positions ``0 .. length-2``: the whole model and the model
     with one head zeroed. Returns the two lines; update them with ``set_data``."""
     ax.set_xlim(-0.5, max(length - 1.5, 0.5))
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.3)  # a band above p = 1 for the legend, which would otherwise cover points near 1
+    ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("p(actual next token)", fontsize=9)
     ax.set_xlabel("position t", fontsize=9)
     ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
     whole = ax.plot([], [], "o-", color="C0", markersize=3, label="whole model")[0]
     ablated = ax.plot([], [], "s--", color="C3", markersize=3, label="this head zeroed")[0]
-    ax.legend(fontsize=9, loc="upper left")
+    ax.legend(fontsize=9, loc="upper center", ncol=2, borderpad=0.2)
     return whole, ablated

@@ -55,7 +55,8 @@ def block_labels(width: int, heads: int, hidden: int, activation: str = "relu") 
     for i in shown_heads(h):
         if i is not None:
             columns, rows = f"{i * d_h}:{(i + 1) * d_h}", f"{i * d_h}:{(i + 1) * d_h}"
-            labels[f"head {i}"] = f"head {i}: reads all D via W_q, W_k, W_v[:, {columns}]\nwrites via W_o[{rows}, :]"
+            labels[f"head {i}"] = (f"head {i}: reads all D via W_q[:, {columns}],\n"
+                                   f"W_k[:, {columns}], W_v[:, {columns}]; writes via W_o[{rows}, :]")
     return labels
 
 

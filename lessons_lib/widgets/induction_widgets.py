@@ -41,9 +41,13 @@ LABEL_PITCH = 1.15 * FONT_SIZE
 def parse_tokens(text: str, vocab: int, most: int) -> list[int]:
     """``"3 14 15"`` (spaces or commas) -> ``[3, 14, 15]``; ``ValueError`` saying what is wrong."""
     parts = text.replace(",", " ").split()
-    if not all(part.isdigit() for part in parts):
-        bad = next(part for part in parts if not part.isdigit())
-        raise ValueError(f"{bad!r} is not a token id: write whole numbers 0 .. {vocab - 1}, separated by spaces")
+
+    def is_id(part: str) -> bool:  # ASCII digits only: superscripts and full-width digits pass str.isdigit
+        return part.isascii() and part.isdigit()
+
+    if not all(is_id(part) for part in parts):
+        bad = next(part for part in parts if not is_id(part))
+        raise ValueError(f"{bad[:12]!r} is not a token id: write whole numbers 0 .. {vocab - 1}, separated by spaces")
     ids = [int(part) for part in parts]
     if not 2 <= len(ids) <= most:
         raise ValueError(f"give 2 to {most} tokens (the model reads at most {most}), got {len(ids)}")
@@ -72,9 +76,15 @@ def next_token_view(model: InductionModel, ids: list[int], layer: int, head: int
 
     ``map (n, n)`` that head's weights; ``predicted`` / ``predicted_ablated`` the most likely next
     token after each position; ``p_next`` / ``p_next_ablated`` ``(n - 1,)`` the probability given
-    to the token that actually comes next; ``loss`` / ``loss_ablated`` their mean cross-entropy;
+    to the token that actually comes next; ``loss`` / ``loss_ablated`` their mean cross-entropy over
+    the whole sequence; ``loss_seen`` / ``loss_seen_ablated`` the same over only the ``seen``
+    positions whose own token occurred before (``nan`` if none; on a repeated sequence, the repeated
+    half ``L .. 2L-2``, as the lesson's repeated-half loss);
     ``previous_weight`` the head's mean weight on ``t - 1``; ``induction_weight`` its mean weight on
-    the token after the earlier copy of token ``t`` (`induction.induction_targets`), ``nan`` if none.
+    the token after the earlier copy of token ``t`` (`induction.induction_targets`) over the
+    ``copies`` positions that have one, ``nan`` if none. An immediate repeat (``"7 7"``) is left out:
+    the token after its earlier copy is the query itself, so a weight there says nothing about induction
+    (``self_targets`` counts them).
     """
     tokens = np.array([ids], dtype=np.int64)
     n = tokens.shape[1]
@@ -84,8 +94,9 @@ def next_token_view(model: InductionModel, ids: list[int], layer: int, head: int
     t, following = np.arange(n - 1), tokens[0, 1:]
     head_map = weights[layer][0, head]  # (n, n)
     targets = induction_targets(tokens[0])
-    has_copy = np.flatnonzero(targets >= 0)
+    has_copy = np.flatnonzero((targets >= 0) & (targets != np.arange(n)))  # not the query itself
     p_next, p_next_ablated = probs[t, following], probs_ablated[t, following]
+    seen = targets[:-1] >= 0  # (n - 1,): positions whose own token occurred before (a repeat's second copy)
     return {
         "map": head_map,
         "predicted": probs.argmax(axis=-1).tolist(),
@@ -94,10 +105,19 @@ def next_token_view(model: InductionModel, ids: list[int], layer: int, head: int
         "p_next_ablated": p_next_ablated,
         "loss": float(-np.log(p_next).mean()),
         "loss_ablated": float(-np.log(p_next_ablated).mean()),
+        "loss_seen": float(-np.log(p_next[seen]).mean()) if seen.any() else float("nan"),
+        "loss_seen_ablated": float(-np.log(p_next_ablated[seen]).mean()) if seen.any() else float("nan"),
+        "seen": int(seen.sum()),
         "previous_weight": float(head_map[np.arange(1, n), np.arange(n - 1)].mean()),
         "induction_weight": float(head_map[has_copy, targets[has_copy]].mean()) if has_copy.size else float("nan"),
         "copies": int(has_copy.size),
+        "self_targets": int(np.sum((targets >= 0) & (targets == np.arange(n)))),
     }
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 position``, ``3 positions``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 class InductionExplorer(LessonWidget):
@@ -120,6 +140,7 @@ class InductionExplorer(LessonWidget):
             )
         self.examples = example_sequences(self.model)
         self._ids = self.examples["repeat"][1]
+        self._shown_sequence = "repeat"  # what the dropdown said when the shown tokens were read
         options = [(label, key) for key, (label, _) in self.examples.items()] + [("typed below", TYPED)]
         controls = {
             "sequence": widgets.Dropdown(options=options, value="repeat", description="sequence"),
@@ -140,9 +161,13 @@ class InductionExplorer(LessonWidget):
         if name == "tokens":
             self._set_quietly("sequence", TYPED)
         self.refresh()
-        if self.data["error"] is not None:  # the box shows what the chart shows; the error quotes what was typed
+        if self.data["error"] is not None:  # box and dropdown show what the chart shows; the error quotes the entry
             self._set_quietly("tokens", " ".join(map(str, self.data["ids"])))
+            self._set_quietly("sequence", self._shown_sequence)
             self.data["tokens"] = self.controls["tokens"].value
+            self.data["sequence"] = self._shown_sequence
+        else:
+            self._shown_sequence = self.controls["sequence"].value
 
     def _set_quietly(self, name: str, value: Any) -> None:
         self._holding = True
@@ -158,17 +183,27 @@ class InductionExplorer(LessonWidget):
         try:
             self._ids = parse_tokens(values["tokens"], c.vocab, c.context)
         except ValueError as problem:
-            error = f"Could not read {values['tokens']!r}: {problem}. Still showing the previous tokens."
+            entry = values["tokens"] if len(values["tokens"]) <= 40 else values["tokens"][:37] + "..."
+            error = f"Could not read {entry!r}: {problem}. Still showing the previous tokens."
         ids, layer, head = self._ids, int(values["layer"]), int(values["head"])
         view = next_token_view(self.model, ids, layer, head)
         shown = " ".join(map(str, view["predicted"]))
-        copies = (f"on the token after the earlier copy {view['induction_weight']:.2f} ({view['copies']} positions "
-                  f"have one)" if view["copies"] else "no token repeats, so there is no earlier copy to follow")
+        has = "has" if view["copies"] == 1 else "have"
+        copies = (f"on the token after the earlier copy {view['induction_weight']:.2f} "
+                  f"({_count(view['copies'], 'position')} {has} one)" if view["copies"]
+                  else "no token repeats after a gap, so there is no earlier copy to follow")
+        if view["self_targets"]:
+            copies += (f"; {_count(view['self_targets'], 'immediate repeat')} left out (the token after its earlier "
+                       "copy is the query itself)")
+        seen = (f"; on the {_count(view['seen'], 'position')} whose token appeared before (a repeat): "
+                f"{view['loss_seen']:.2f} with every head, {view['loss_seen_ablated']:.2f} with this head zeroed"
+                if view["seen"] else "")
         readout = (
             f"Layer {layer}, head {head} on this sequence: mean weight on the previous token "
-            f"{view['previous_weight']:.2f}, {copies}. Predicted next tokens: {shown}. Mean loss on the "
-            f"{len(ids) - 1} known next tokens: {view['loss']:.2f} with every head, {view['loss_ablated']:.2f} "
-            f"with this head zeroed (ln {c.vocab} = {np.log(c.vocab):.2f} is a uniform guess)."
+            f"{view['previous_weight']:.2f}, {copies}. Predicted next tokens (the last one follows the sequence): "
+            f"{shown}. Mean loss over the whole sequence, {_count(len(ids) - 1, 'known next token')}: "
+            f"{view['loss']:.2f} with every head, {view['loss_ablated']:.2f} with this head zeroed{seen} "
+            f"(ln {c.vocab} = {np.log(c.vocab):.2f} is a uniform guess)."
         )
         return {
             **values, "ids": ids, "error": error, "labels": token_labels(ids), **view,
@@ -188,7 +223,7 @@ class InductionExplorer(LessonWidget):
         # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
         self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
-        panel_ax.set_title("each position's next token ('a>b': a, then b); red: the chosen head zeroed",
+        panel_ax.set_title("p(each position's next token), 'a>b': token a, then b",
                            fontsize=FONT_SIZE)
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]

@@ -6,8 +6,7 @@ screen the learner sees with the question scrolled to the top of the notebook is
 page (every piece of text inside it; a folded ``<details>`` block shows only its summary): none may
 contain an answer phrase the Predict declares (``several_heads.predict.answer``, see
 ``tests/answer_guard.py``). Nothing is run: this is the screen of a learner who has not yet run the
-reveal. Lessons whose items are still listed in ``KNOWN_LEAKS`` (``tests/test_answer_guard.py``) are
-left out until they are rebuilt.
+reveal.
 Fixtures come from conftest.py beside this file.
 """
 
@@ -25,10 +24,9 @@ from test_jupyterlab import KERNEL_READY_SECONDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the guard's own module
 from answer_guard import LESSONS, contains
-from test_answer_guard import KNOWN_LEAKS
 
 LAPTOP = {"width": 1440, "height": 900}
-CHECKED = [path.name for path in LESSONS if path.name[:2] not in KNOWN_LEAKS]
+CHECKED = [path.name for path in LESSONS]
 
 # Where every Predict's screen would be, measured on the laid-out page in one pass. Windowing is off
 # in the test server (every cell is in the page), so each text box has its place in the notebook's

@@ -2926,11 +2926,11 @@ BAD_INPUTS = [
         ("d_h=3 must divide D=10 for this question to have an answer"),
     ),
     Bad(
-        "checks.inspecting_heads.check_head_columns",
-        "check_head_columns_head_out_of_range",
-        lambda: inspecting_heads.check_head_columns(None, np.ones((8, 8)), 2, 2),
+        "checks.inspecting_heads.check_weight_entries",
+        "check_weight_entries_no_head_count",
+        lambda: inspecting_heads.check_weight_entries(None, B=1, T=2, S=3, D=8),
         ValueError,
-        ("head must be in 0 .. 1, got head=2"),
+        ("give h, or both D and d_h (then h = D / d_h)"),
     ),
     Bad(
         "checks.inspecting_heads.check_score_multiplies",
@@ -2964,11 +2964,11 @@ BAD_INPUTS = [
         ("[head count] not yet: expected one whole number (an int), got the float inf"),
     ),
     Bad(
-        "checks.inspecting_heads.check_strongest_source",
-        "check_strongest_source_not_a_function",
-        lambda: inspecting_heads.check_strongest_source(42),
-        RETURNS,
-        ("[strongest source] not yet: expected a function, got int 42"),
+        "checks.inspecting_heads.check_score_multiplies",
+        "check_score_multiplies_d_h_not_divisor",
+        lambda: inspecting_heads.check_score_multiplies(None, 1, 3, 5, 8, d_h=3),
+        ValueError,
+        ("d_h=3 must divide D=8 for this question to have an answer"),
     ),
     # ----- checks.grouped_query_attention ------------------------------------------------------------
     Bad(

@@ -285,7 +285,6 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "sequence-first merge": lambda a: cp.check_time_major_merge(lambda f, n: a, _heads.reshape(4, 3, 2), 2),
     "weight entries": lambda a: ih.check_weight_entries(a, B=2, h=4, T=3, S=5),
     "head count": lambda a: ih.check_head_count(a, 16, 4),
-    "head columns": lambda a: ih.check_head_columns(a, _rng.normal(size=(8, 8)), 1, 2),
     "score multiplies": lambda a: ih.check_score_multiplies(a, 2, 3, 5, 8, 2),
     "bytes per token": lambda a: gqa.check_bytes_per_token(a, 2, 4, 2, 8),
     "group size": lambda a: gqa.check_group_size(a, 4, 2),

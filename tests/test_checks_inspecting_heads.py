@@ -5,21 +5,17 @@ gives the right answer away."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from numpy.typing import NDArray
 
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.inspecting_heads import (
     check_argmax_shares,
-    check_head_columns,
     check_head_count,
     check_head_parts,
     check_score_multiplies,
-    check_strongest_source,
     check_weight_entries,
 )
 
@@ -135,58 +131,6 @@ def test_head_count_rejects_bad_question() -> None:
         check_head_count(3, 16, 5)
 
 
-# ---- head columns -----------------------------------------------------------------------------
-
-
-@pytest.fixture()
-def wq() -> NDArray[np.float64]:
-    return np.random.default_rng(0).normal(size=(D, D))
-
-
-def test_head_columns_blank(wq: NDArray[np.float64]) -> None:
-    verdict = check_head_columns(None, wq, head=2, heads=4)
-    assert_unanswered(verdict, "head columns", "8:12", "head*d_h", "[:")
-    assert "(16, 4)" in verdict.message
-
-
-def test_head_columns_right(wq: NDArray[np.float64]) -> None:
-    assert check_head_columns(wq[:, 8:12], wq, head=2, heads=4).ok
-    assert check_head_columns(wq[:, 8:12].tolist(), wq, head=2, heads=4).ok
-
-
-def test_head_columns_accepts_torch(wq: NDArray[np.float64]) -> None:
-    torch = pytest.importorskip("torch")
-    assert check_head_columns(torch.from_numpy(wq[:, 8:12].copy()), torch.from_numpy(wq), head=2, heads=4).ok
-    assert check_head_columns(torch.from_numpy(wq).float()[:, 8:12], wq, head=2, heads=4).ok
-
-
-HEAD_COLUMN_MISTAKES: list[tuple[Callable[[NDArray[np.float64]], Any], str]] = [
-    (lambda w: w[8:12, :], "those are rows"),
-    (lambda w: w[:, 8:12].T, "transposed"),
-    (lambda w: w[:, 2::4], "every h-th column"),
-    (lambda w: w[:, 4:8], "block of head 1"),
-    (lambda w: w[:, 12:16], "block of head 3"),
-    (lambda w: w[:, 9:13], "right shape (D, d_h) = (16, 4), but not head 2's numbers"),
-    (lambda w: w[:, :3], "expected shape (D, d_h)"),
-    (lambda w: "block", "expected an array of numbers"),
-]
-
-
-@pytest.mark.parametrize(("pick", "phrase"), HEAD_COLUMN_MISTAKES)
-def test_head_columns_wrong(wq: NDArray[np.float64], pick: Callable[[NDArray[np.float64]], Any], phrase: str) -> None:
-    assert_not_yet(check_head_columns(pick(wq), wq, head=2, heads=4), phrase, "head columns", "8:12")
-
-
-def test_head_columns_mistakes_have_their_own_messages(wq: NDArray[np.float64]) -> None:
-    assert_distinct([check_head_columns(pick(wq), wq, head=2, heads=4) for pick, _ in HEAD_COLUMN_MISTAKES])
-
-
-def test_head_columns_neighbours_do_not_say_where_the_block_starts(wq: NDArray[np.float64]) -> None:
-    for other in (wq[:, 4:8], wq[:, 12:16]):
-        message = check_head_columns(other, wq, head=2, heads=4).message
-        assert "8" not in message and "column" not in message.split(":")[-1], message
-
-
 # ---- score multiplies ---------------------------------------------------------------------------
 # B, h and d_h all different (and S / T not 2), so each wrong count below is a different number
 H, DM = 3, 24  # DM: the model width of this question (d_h = 8)
@@ -229,114 +173,6 @@ def test_score_multiplies_wrong(answer: int, phrase: str) -> None:
 
 def test_score_multiplies_mistakes_have_their_own_messages() -> None:
     assert_distinct([check_score_multiplies(a, B, T, S, DM, H) for a, _ in SCORE_MULTIPLY_MISTAKES])
-
-
-# ---- strongest source ---------------------------------------------------------------------------
-Weights = NDArray[np.float64]
-
-
-def right_strongest(weights: Weights, head: int) -> Any:
-    return weights[:, head].argmax(axis=-1)  # (B, h, T, S) -> (B, T, S) -> (B, T)
-
-
-def blank_strongest(weights: Weights, head: int) -> Any:
-    """weights (B, h, T, S), head -> (B, T) integers."""
-    ...
-
-
-def test_strongest_source_blank() -> None:
-    for blank in (blank_strongest, None):
-        verdict = check_strongest_source(blank)
-        assert_unanswered(verdict, "strongest source", "argmax", "axis", "[:, head]")
-        assert "(B, T)" in verdict.message
-
-
-def test_strongest_source_right() -> None:
-    verdict = check_strongest_source(right_strongest)
-    assert verdict.ok and repr(verdict).startswith("[strongest source] correct")
-    assert check_strongest_source(lambda w, i: np.argmax(w, axis=-1)[:, i].tolist()).ok
-
-
-def test_strongest_source_tries_a_second_size_and_wants_integers() -> None:
-    fixed = check_strongest_source(lambda w, i: w[:, 1].argmax(axis=-1))  # head 1 hard-coded
-    assert not fixed.ok
-    assert "right on a first batch but not on weights of shape (B, h, T, S) = (3, 4, 5, 3)" in fixed.message
-    reshaped = check_strongest_source(lambda w, i: w[:, i].reshape(2, 4, 6).argmax(axis=-1))  # (B, T, S) hard-coded
-    assert not reshaped.ok and "take every size from weights itself" in reshaped.message
-    floats = check_strongest_source(lambda w, i: w[:, i].argmax(axis=-1).astype(float))
-    assert not floats.ok and "the right positions, but as float64 numbers" in floats.message
-
-
-def test_strongest_source_refuses_a_tensor_for_numpy_weights() -> None:
-    torch = pytest.importorskip("torch")  # issue 19: a tensor question refuses an array, and the reverse
-    for function in (lambda w, i: torch.from_numpy(w)[:, i].argmax(dim=-1),
-                      lambda w, i: torch.from_numpy(w).float()[:, i].max(dim=-1).indices):
-        verdict = check_strongest_source(function)
-        assert not verdict.ok
-        assert "given a NumPy array and must return a NumPy array, got torch tensor" in verdict.message
-
-
-def raises(weights: Weights, head: int) -> Any:
-    return weights[:, head].argmax(axis=4)
-
-
-def forgets_return(weights: Weights, head: int) -> None:
-    weights[:, head].argmax(axis=-1)
-
-
-def describes(weights: Weights, head: int) -> Any:
-    return f"position {weights[:, head].argmax()}"
-
-
-STRONGEST_SOURCE_MISTAKES: list[tuple[Any, str]] = [
-    (lambda w, i: w[:, i].argmax(axis=-2), "the query that weighs it most"),
-    (lambda w, i: w.mean(axis=1).argmax(axis=-1), "averaged over the heads"),
-    (lambda w, i: w[i].argmax(axis=-1), "on axis 0, which is the batch"),
-    (lambda w, i: w[:, :, i].argmax(axis=-1), "on axis 2, which is the queries"),
-    (lambda w, i: w.argmax(axis=-1), "every head's answer"),
-    (lambda w, i: w[0, i].argmax(axis=-1), "sequence 0 only"),
-    (lambda w, i: w[:, i].max(axis=-1), "largest weights themselves"),
-    (lambda w, i: w[:, i].argmax(), "without an axis flattens"),
-    (lambda w, i: w[:, i - 1].argmax(axis=-1), "that is head 0, a neighbour"),
-    (lambda w, i: w[:, i + 1].argmax(axis=-1), "that is head 2, a neighbour"),
-    (lambda w, i: w[:, i].argmin(axis=-1), "right shape (B, T), but"),
-    (lambda w, i: w[:, i, 0], "expected one source position per sequence and query"),
-    (raises, "your function raised AxisError"),
-    (forgets_return, "is a `return` missing?"),
-    (describes, "expected an array of numbers"),
-    ("argmax", "expected a function"),
-]
-
-
-@pytest.mark.parametrize(("function", "phrase"), STRONGEST_SOURCE_MISTAKES)
-def test_strongest_source_wrong(function: Any, phrase: str) -> None:
-    verdict = check_strongest_source(function)
-    assert_not_yet(verdict, phrase, "strongest source", "argmax(axis=-1)")
-    assert "[:, head]" not in verdict.message
-
-
-def test_strongest_source_mistakes_have_their_own_messages() -> None:
-    assert_distinct([check_strongest_source(f) for f, _ in STRONGEST_SOURCE_MISTAKES[:12]])
-
-
-def test_strongest_source_runs_on_a_copy() -> None:
-    def spoils(weights: Weights, head: int) -> Any:
-        answer = weights[:, head].argmax(axis=-1)
-        weights[...] = 0.0
-        return answer
-
-    assert check_strongest_source(spoils).ok
-    assert check_strongest_source(right_strongest).ok
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [3, "x", [], [[1, 2], [3]], float("nan"), object(), lambda: 1, lambda w, i: object(), lambda w, i: {"a": 1}],
-    ids=["int", "str", "empty list", "ragged", "nan", "object", "no arguments", "returns object", "returns dict"],
-)
-def test_strongest_source_never_raises(answer: Any) -> None:
-    verdict = check_strongest_source(answer)
-    assert isinstance(verdict, Verdict) and not verdict.ok and verdict.question == "strongest source"
 
 
 # ---- head parts and argmax shares (issue 28: the lesson's two body exercises) ----------------------
@@ -403,3 +239,44 @@ def test_head_parts_and_shares_never_raise(answer: Any) -> None:
     for check, question in ((check_head_parts, "head parts"), (check_argmax_shares, "argmax shares")):
         verdict = check(answer)
         assert isinstance(verdict, Verdict) and not verdict.ok and verdict.question == question
+
+
+# ---- issue 28, blind trial: the cost questions without h in the call, and the named row mistakes -----
+def test_cost_checks_take_h_from_d_and_d_h() -> None:
+    assert check_weight_entries(3 * 6 * 20 * 30, B=3, T=20, S=30, D=384, d_h=64).ok
+    assert check_score_multiplies(3 * 20 * 30 * 384, B=3, T=20, S=30, D=384, d_h=64).ok
+    work = check_weight_entries(3 * 20 * 30 * 384, B=3, T=20, S=30, D=384, d_h=64)
+    assert_not_yet(work, "which counts multiplications", "weight entries", str(3 * 6 * 20 * 30))
+    assert "384 heads" not in work.message
+    with pytest.raises(ValueError, match="give h, or both D and d_h"):
+        check_weight_entries(None, B=1, T=2, S=3, D=8)
+    with pytest.raises(ValueError, match="d_h=3 is not D / h"):
+        check_weight_entries(None, B=1, T=2, S=3, h=2, D=8, d_h=3)
+
+
+def shares_with(weights: Any, marker: Any, rows: dict[int, Any]) -> Any:
+    answer = right_shares(weights, marker)
+    for row, values in rows.items():
+        answer[row] = values
+    return answer
+
+
+def test_argmax_shares_names_every_wrong_row() -> None:
+    def rolled(weights: Any, marker: Any) -> Any:
+        peak, t = weights.argmax(axis=-1), np.arange(weights.shape[2])
+        return shares_with(weights, marker, {0: (peak == np.roll(t, 1)).mean(axis=(0, 2)),
+                                             1: (peak == np.roll(t, -1)).mean(axis=(0, 2))})
+
+    def thresholds(weights: Any, marker: Any) -> Any:
+        t = np.arange(1, weights.shape[2])
+        on_marker = weights[np.arange(len(marker)), :, :, marker]
+        return np.array([(weights[:, :, t, t - 1] > 0.5).mean(axis=(0, 2)),
+                         (weights[:, :, t - 1, t] > 0.5).mean(axis=(0, 2)), (on_marker > 0.5).mean(axis=(0, 2))])
+
+    rolled_verdict = check_argmax_shares(rolled)
+    assert "row 0 (previous)" in rolled_verdict.message and "row 1 (next)" in rolled_verdict.message
+    assert rolled_verdict.message.count("np.roll wraps around") == 2
+    assert "the other row is right" in rolled_verdict.message
+    threshold_verdict = check_argmax_shares(thresholds)
+    assert "rows 0 (previous), 1 (next), 2 (marker): counts rows whose weight there is above 0.5" in (
+        threshold_verdict.message)

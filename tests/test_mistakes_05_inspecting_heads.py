@@ -29,11 +29,12 @@ def head_count(answer: Any) -> Any:
 
 
 def entries(answer: Any) -> Any:
-    return lambda: checks.check_weight_entries(answer, B=B, h=H, T=T, S=S)
+    """As the lesson's check cell calls it: h is not shown, only D = 384 and d_h = 64."""
+    return lambda: checks.check_weight_entries(answer, B=B, T=T, S=S, D=D, d_h=D // H)
 
 
 def multiplies(answer: Any) -> Any:
-    return lambda: checks.check_score_multiplies(answer, B=B, T=T, S=S, D=D, h=H)
+    return lambda: checks.check_score_multiplies(answer, B=B, T=T, S=S, D=D, d_h=D // H)
 
 
 def parts(function: Any) -> Any:
@@ -68,6 +69,40 @@ def _peaks(
     ahead = (best[:, :, :-1] == t[:-1] + 1).sum(axis=(0, 2)) / count
     marked = (best == np.asarray(marker)[:, None, None]).mean(axis=(0, 2))
     return np.stack([ahead, back, marked] if swap else [back, ahead, marked])
+
+
+def _with_rows(weights: Array, marker: Any, rows: dict[int, Array]) -> Array:
+    answer = _peaks(weights, marker)
+    for row, values in rows.items():
+        answer[row] = values
+    return answer
+
+
+def _rolled(weights: Array, marker: Any) -> Array:
+    """Neighbours found with np.roll, which wraps around: query 0's 'previous' is position T - 1."""
+    peak, t = weights.argmax(axis=-1), np.arange(weights.shape[2])
+    return _with_rows(weights, marker, {0: (peak == np.roll(t, 1)).mean(axis=(0, 2)),
+                                        1: (peak == np.roll(t, -1)).mean(axis=(0, 2))})
+
+
+def _thresholds(weights: Array, marker: Any) -> Array:
+    """A weight above 0.5 on the relationship's position, instead of the row's argmax."""
+    t = np.arange(1, weights.shape[2])
+    on_marker = weights[np.arange(len(marker)), :, :, marker]
+    return np.array([(weights[:, :, t, t - 1] > 0.5).mean(axis=(0, 2)),
+                     (weights[:, :, t - 1, t] > 0.5).mean(axis=(0, 2)), (on_marker > 0.5).mean(axis=(0, 2))])
+
+
+def _marker_queries_left_out(weights: Array, marker: Any) -> Array:
+    peak = weights.argmax(axis=-1)
+    kept = np.arange(weights.shape[2])[None, :] != np.asarray(marker)[:, None]  # (n, T): not the marked query
+    return _with_rows(weights, marker, {2: np.array([(peak[:, i][kept] == np.broadcast_to(
+        np.asarray(marker)[:, None], kept.shape)[kept]).mean() for i in range(weights.shape[1])])})
+
+
+def _marker_two_axes(weights: Array, marker: Any) -> Array:
+    peak = weights.argmax(axis=-1)
+    return _with_rows(weights, marker, {2: (peak == np.asarray(marker)[:, None]).mean(axis=(0, 2))})
 
 
 MISTAKES: list[Mistake] = [
@@ -127,6 +162,21 @@ MISTAKES: list[Mistake] = [
         "the library's head_parts",
         parts(lambda o, wo: inspect_heads.head_parts(o, wo)),
         "calls the library's head_parts",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "merged with a reshape and no transpose, one head at a time",
+        parts(lambda o, wo: np.stack([
+            (o * (np.arange(o.shape[1]) == i)[:, None, None]).reshape(o.shape[0], o.shape[2], -1) @ wo
+            for i in range(o.shape[1])], axis=1)),
+        "merged (or moved to axis 2) by a reshape alone",
+    ),
+    Mistake(
+        "05 YT1 head parts",
+        "heads moved to axis 2 with a reshape",
+        parts(lambda o, wo: np.einsum("bthd,hdo->bhto", o.reshape(o.shape[0], o.shape[2], o.shape[1], -1),
+                                      wo.reshape(o.shape[1], o.shape[3], -1))),
+        "swap axes 1 and 2 first",
     ),
     Mistake(
         "05 YT1 head parts",
@@ -204,9 +254,63 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "05 YT2 peak shares",
         "the marker compared with the query positions",
+        shares(lambda w, m: _with_rows(w, m, {2: (w.argmax(axis=-1) == np.arange(w.shape[2])).mean(axis=(0, 2))})),
+        "row 2 (marker): compares each row's peak with its own query position",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "sequence 0's marker for every sequence",
+        shares(lambda w, m: _with_rows(w, m, {2: (w.argmax(axis=-1) == m[0]).mean(axis=(0, 2))})),
+        "uses sequence 0's marked position for every sequence",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "the marker moved to position 0",
         shares(lambda w, m: np.concatenate([_peaks(w, m)[:2], _peaks(w, np.zeros_like(m))[2:]])),
-        "row 2 (marker) is not right",
+        "row 2 (marker): not right; the other rows are right",
         named=False,
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "np.roll for the neighbours (wraps around)",
+        shares(_rolled),
+        "row 0 (previous): compares query 0 with position T - 1: np.roll wraps around",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "np.roll, next row only",
+        shares(lambda w, m: _with_rows(w, m, {1: _rolled(w, m)[1]})),
+        "row 1 (next): compares the last query with position 0",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "a weight above 0.5 instead of the argmax",
+        shares(_thresholds),
+        "rows 0 (previous), 1 (next), 2 (marker): counts rows whose weight there is above 0.5",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "a weight above 0.5 on the marker only",
+        shares(lambda w, m: _with_rows(w, m, {2: _thresholds(w, m)[2]})),
+        "row 2 (marker): counts rows whose weight there is above 0.5",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "queries at the marker itself left out",
+        shares(_marker_queries_left_out),
+        "leaves out the queries at the marked position itself",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "marker[:, None] (a broadcasting error)",
+        shares(_marker_two_axes),
+        "marker[:, None] has shape (n, 1)",
+    ),
+    Mistake(
+        "05 YT2 peak shares",
+        "n = 256 hard-coded in a share",
+        shares(lambda w, m: _peaks(w, m) * len(w) / 256),
+        "the counts are divided by the wrong number",
     ),
     # ----- Your turn 3: how many heads -------------------------------------------------------------
     Mistake(
@@ -222,6 +326,19 @@ MISTAKES: list[Mistake] = [
     Mistake("05 YT4 weight entries", "T * T (self-attention)", entries(B * H * T * T), "you used T twice"),
     Mistake("05 YT4 weight entries", "S * S", entries(B * H * S * S), "you used S twice"),
     Mistake("05 YT4 weight entries", "d_h = 64 taken for h", entries(B * 64 * T * S), "as if there were 64 heads"),
+    Mistake(
+        "05 YT4 weight entries",
+        "the score multiplications (entries x d_h = B*T*S*D)",
+        entries(B * T * S * D),
+        "which counts multiplications",
+    ),
+    Mistake(
+        "05 YT4 weight entries",
+        "scores and value mixing multiplications",
+        entries(2 * B * T * S * D),
+        "of the scores and of the value mixing",
+    ),
+    Mistake("05 YT4 weight entries", "D taken for h", entries(B * D * T * S), "takes the width D for the head count h"),
     Mistake("05 YT4 weight entries", "bytes in float32", entries(4 * B * H * T * S), "bytes in float32"),
     Mistake("05 YT4 weight entries", "T + S for both axes", entries(B * H * (T + S) ** 2), "T + S for both axes"),
     Mistake("05 YT4 weight entries", "T + S instead of T * S", entries(B * H * (T + S)), "you added T and S"),
@@ -242,8 +359,12 @@ MISTAKES: list[Mistake] = [
     Mistake("05 YT5 score multiplies", "batch left out", multiplies(H * T * S * 64), "you left out the batch"),
     Mistake("05 YT5 score multiplies", "T + S scores per head", multiplies(B * H * (T + S) * 64), "you added T and S"),
     Mistake(
-        "05 YT5 score multiplies", "bytes of float32 entries", multiplies(4 * B * H * T * S), "not it", named=False
+        "05 YT5 score multiplies",
+        "bytes of float32 entries",
+        multiplies(4 * B * H * T * S),
+        "the weight tensor's size in bytes",
     ),
+    Mistake("05 YT5 score multiplies", "D / 64, a float", multiplies(B * T * S * (D / 64) * 64), "is a float"),
 ]
 
 RIGHT: list[RightAnswer] = [
@@ -291,6 +412,10 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("05 YT4 weight entries", "with h from //", entries(3 * (384 // 64) * 20 * 30)),
     RightAnswer("05 YT5 score multiplies", "B*h*T*S*d_h", multiplies(3 * 6 * 20 * 30 * 64)),
     RightAnswer("05 YT5 score multiplies", "B*T*S*D", multiplies(3 * 20 * 30 * 384)),
+    RightAnswer("05 YT5 score multiplies", "a NumPy integer", multiplies(np.int64(691200))),
+    RightAnswer("05 YT4 weight entries", "a NumPy integer", entries(np.prod([3, 6, 20, 30]))),
+    RightAnswer("05 YT2 peak shares", "the marker as (n, 1, 1) by reshape", shares(
+        lambda w, m: _with_rows(w, m, {2: (w.argmax(axis=-1) == np.reshape(m, (-1, 1, 1))).mean(axis=(0, 2))}))),
 ]
 
 

@@ -18,14 +18,12 @@ from numpy.typing import NDArray
 from lessons_lib.checks import (
     Verdict,
     array_answer,
-    as_numpy,
     failed,
     first_match,
     forbidden_call,
     function_answer,
     int_answer,
     passed,
-    reference_array,
     same,
     same_kind,
 )
@@ -33,11 +31,9 @@ from lessons_lib.validation import check_int, head_width
 
 __all__ = [
     "check_argmax_shares",
-    "check_head_columns",
     "check_head_count",
     "check_head_parts",
     "check_score_multiplies",
-    "check_strongest_source",
     "check_weight_entries",
 ]
 
@@ -49,22 +45,54 @@ def _as_if_heads(n: int, per_head: int, h: int) -> str | None:
     return f"that is {n // per_head} times the count for one head, as if there were {n // per_head} heads: check h"
 
 
-def check_weight_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
+def _heads_and_width(h: int | None, D: int | None, d_h: int | None) -> tuple[int, int | None]:
+    """``(h, d_h)`` from ``h`` alone, ``h`` and ``D``, or ``D`` and ``d_h`` (so a check call need not show
+    ``h = D // d_h``); ``d_h`` is ``None`` when neither ``D`` nor ``d_h`` is given."""
+    if h is None:
+        if D is None or d_h is None:
+            raise ValueError("give h, or both D and d_h (then h = D / d_h)")
+        D, d_h = check_int("D", D, symbol="D"), check_int("d_h", d_h)
+        if D % d_h != 0:
+            raise ValueError(f"d_h={d_h} must divide D={D} for this question to have an answer")
+        return D // d_h, d_h
+    h = check_int("h", h)
+    if D is not None:
+        width = head_width(D, h)
+        if d_h is not None and check_int("d_h", d_h) != width:
+            raise ValueError(f"d_h={d_h} is not D / h = {D} / {h} = {width}")
+        return h, width
+    return h, None if d_h is None else check_int("d_h", d_h)
+
+
+def check_weight_entries(
+    answer: Any, *, B: int, T: int, S: int, h: int | None = None, D: int | None = None, d_h: int | None = None
+) -> Verdict:
     """Question "weight entries": a materialised weight tensor ``(B, h, T, S)`` has ``B*h*T*S`` entries.
 
+    Give ``h``, or ``D`` and ``d_h`` (then ``h = D / d_h``, and the check call does not show it).
     Recognises: heads left out, batch left out, ``T * T`` or ``S * S`` used for ``T * S``, another
-    number of heads (e.g. ``d_h`` taken for ``h``), and bytes (float32 or float64) given instead of
-    entries.
+    number of heads (e.g. ``d_h`` taken for ``h``), bytes (float32 or float64) given instead of
+    entries, and, when the head width is known, the multiplications the scores take
+    (``B*h*T*S*d_h = B*T*S*D``) given instead of the entries.
     """
     question = "weight entries"
-    B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
+    B, T, S = (check_int(name, value) for name, value in (("B", B), ("T", T), ("S", S)))
+    h, width = _heads_and_width(h, D, d_h)
     n = int_answer(question, answer, "one whole number: how many numbers the weight tensor holds")
     if isinstance(n, Verdict):
         return n
     right = B * h * T * S
     if n == right:
         return passed(question, f"B*h*T*S = {B}*{h}*{T}*{S} = {right} entries: one (T, S) map per head and sequence")
+    counted_work = [] if width is None else [
+        (right * width, "that is B*T*S*D, which counts multiplications (each entry is a score, a dot product "
+                        "of d_h numbers, and you multiplied by its length) or takes the width D for the head "
+                        "count h; the question asks how many numbers the tensor holds, one per score"),
+        (2 * right * width, "that counts the multiplications of the scores and of the value mixing; the question "
+                            "asks how many numbers the weight tensor holds, one per score"),
+    ]
     mistake = first_match(n, [
+        *counted_work,
         (B * T * S, "you left out the heads: B*T*S counts one map per sequence, but every head stores its "
                     "own (T, S) map"),
         (h * T * S, "you left out the batch: h*T*S counts the maps of one sequence; each of the B "
@@ -113,47 +141,18 @@ def check_head_count(answer: Any, D: int, d_h: int) -> Verdict:
     return failed(question, f"with h={n} each head would be d_h = {D // n} wide, not {d_h}")
 
 
-def check_head_columns(answer: Any, wq: Any, head: int, heads: int) -> Verdict:
-    """Question "head columns": which part of ``wq (D, D)`` (in, out) belongs to ``head``?
-    (columns ``head*d_h:(head+1)*d_h``)"""
-    question = "head columns"
-    w = reference_array("wq", wq, "(D, D)", rank=2)
-    d_h = head_width(w.shape[1], heads)
-    head = check_int("head", head, low=0, high=heads - 1)
-    shape = f"(D, d_h) = ({w.shape[0]}, {d_h})"
-    got = array_answer(question, answer, f"an array of shape {shape} cut out of wq")
-    if isinstance(got, Verdict):
-        return got
-    start, stop = head * d_h, (head + 1) * d_h
-    right = w[:, start:stop]
-    if same(got, right):
-        return passed(question, f"wq[:, {start}:{stop}]: all D input rows, the head's d_h columns")
-    candidates = [
-        (w[start:stop, :], "those are rows: rows index the input features, which every head reads; a head "
-                           "owns columns (its outputs) of an (in, out) matrix"),
-        (right.T, "right numbers, transposed: keep the (D, d_h) layout of an (in, out) matrix"),
-        (w[:, head::heads], "every h-th column is how the direct reshape would read it; a head owns one "
-                            "contiguous block of d_h columns"),
-    ]
-    candidates += [
-        (w[:, other * d_h : (other + 1) * d_h],
-         f"that is the block of head {other}, a neighbour: head {head}'s block lies to its "
-         f"{'right' if other < head else 'left'} (heads are counted from 0)")
-        for other in (head - 1, head + 1)
-        if 0 <= other < heads
-    ]
-    mistake = first_match(got, candidates)
-    if mistake is None and got.shape == right.shape:
-        mistake = (f"right shape {shape}, but not head {head}'s numbers: take whole columns of wq, the d_h "
-                   f"of them that belong to this head")
-    return failed(question, mistake or f"expected shape {shape}: one block of wq's columns; got {got.shape}")
-
-
-def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) -> Verdict:
+def check_score_multiplies(
+    answer: Any, B: int, T: int, S: int, D: int, h: int | None = None, *, d_h: int | None = None
+) -> Verdict:
     """Question "score multiplies": multiplications to form every head's scores ``q @ k^T``?
-    (``B*h*T*S*d_h = B*T*S*D``)"""
+    (``B*h*T*S*d_h = B*T*S*D``). Give ``h`` or ``d_h`` (then ``h = D / d_h``).
+
+    Recognises: dot products ``D`` long, one head, the number of scores, the value mixing counted
+    too, ``T`` or ``S`` twice, the batch left out, ``T + S`` for ``T * S``, and the weights' bytes.
+    """
     question = "score multiplies"
-    d_h = head_width(D, h)
+    h, width = _heads_and_width(h, D, d_h)
+    d_h = head_width(D, h) if width is None else width
     B, T, S = (check_int(name, value) for name, value in (("B", B), ("T", T), ("S", S)))
     n = int_answer(question, answer, "one whole number: how many multiplications all the scores take")
     if isinstance(n, Verdict):
@@ -175,93 +174,11 @@ def check_score_multiplies(answer: Any, B: int, T: int, S: int, D: int, h: int) 
                                 "T * S scores per head"),
         (B * h * (T + S) ** 2 * d_h, "you used T + S for both query and key axes; there are T queries and S "
                                      "keys"),
+        (4 * B * h * T * S, "that is the weight tensor's size in bytes (float32 entries); the question counts "
+                            "multiplications: how many scores, and how many multiplications inside one"),
     ])
     return failed(question, mistake or f"{n} is not it: count the scores first, then the multiplications "
                                        f"inside one score")
-
-
-# The problems the learner's `strongest_source` is run on, (B, h, T, S, head): T != S, so an argmax over
-# the wrong axis also has the wrong shape, and random sharp rows so that every mistake below gives other
-# numbers. The second differs from the first in every size (and T < S turns into T > S), so nothing can
-# be hard-coded; neither is the lesson's `weights`.
-_PROBLEMS = ((2, 3, 4, 6, 1), (3, 4, 5, 3, 2))
-
-
-def _problem(B: int, H: int, T: int, S: int, seed: int) -> NDArray[np.float64]:
-    logits = 3.0 * np.random.default_rng(seed).normal(size=(B, H, T, S))
-    weights: NDArray[np.float64] = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    normalised: NDArray[np.float64] = weights / weights.sum(axis=-1, keepdims=True)
-    return normalised
-
-
-def check_strongest_source(function: Any) -> Verdict:
-    """Question "strongest source": ``function(weights (B, h, T, S), head) -> (B, T)`` integers, the
-    source position each query of that head weighs most (``weights[:, head].argmax(axis=-1)``).
-
-    The function is run on two problems of its own that differ in every size (``T != S``, the
-    lesson's ``weights`` is neither). Recognises: the argmax over the query axis, the average over
-    heads, the head number used on the batch or query axis, every head or only sequence 0 returned, a
-    neighbouring head, the largest weights instead of their positions, an argmax over the flattened
-    array, floats instead of integers, a torch tensor returned for NumPy weights, and sizes that only
-    fit the first problem.
-    """
-    question = "strongest source"
-    verdict = failed(question, "no problem tried")
-    for seed, (B, H, T, S, head) in enumerate(_PROBLEMS, start=4):
-        weights = _problem(B, H, T, S, seed)
-        verdict = _strongest_verdict(question, function, weights, head)
-        if not verdict.ok:
-            if seed == 4 or not verdict.answered:
-                return verdict
-            return failed(question, f"right on a first batch but not on weights of shape (B, h, T, S) = "
-                                    f"{weights.shape}, head {head}: {verdict.message}; take every size from "
-                                    f"weights itself")
-    return verdict
-
-
-def _strongest_verdict(question: str, function: Any, weights: NDArray[np.float64], head: int) -> Verdict:
-    _B, _H, _T, _S = weights.shape
-    result = function_answer(question, function, (weights.copy(), head), "the body: for each sequence and "
-                             "query, the source position that head weighs most, as integers of shape (B, T)")
-    if isinstance(result, Verdict):
-        return result
-    got = array_answer(question, result, "an array")
-    if isinstance(got, Verdict):
-        return got
-    mine = weights[:, head]  # (B, T, S)
-    if same(got, mine.argmax(axis=-1)):
-        if hasattr(result, "detach"):  # a tensor for NumPy weights: same_kind names both kinds
-            kind = same_kind(question, result, weights)
-            if kind is not None:
-                return kind
-        dtype = as_numpy(result).dtype
-        if dtype.kind not in "iu":
-            return failed(question, f"the right positions, but as {dtype} numbers: positions are integers; "
-                                    "argmax already gives them, so drop the conversion")
-        return passed(question, "the argmax over the last axis (S) of weights[:, head]: one source position "
-                                "per sequence and query")
-    mistake = first_match(got, [
-        (lambda: mine.argmax(axis=-2), "you took, for each source position, the query that weighs it most "
-                                       "(the maximum over axis -2, T); a query's weights run along its row"),
-        (lambda: weights.mean(axis=1).argmax(axis=-1), "you averaged over the heads first: that is the blurred "
-                                                       "map of section 2, not the chosen head's"),
-        (lambda: weights[head].argmax(axis=-1), "you used the head number on axis 0, which is the batch; "
-                                                "heads are axis 1"),
-        (lambda: weights[:, :, head].argmax(axis=-1), "you used the head number on axis 2, which is the "
-                                                      "queries; heads are axis 1"),
-        (lambda: weights.argmax(axis=-1), "that is every head's answer, (B, h, T); pick the one head asked for"),
-        (lambda: mine[0].argmax(axis=-1), "that is sequence 0 only; answer for every sequence in the batch"),
-        (lambda: mine.max(axis=-1), "those are the largest weights themselves; the question asks where they "
-                                    "are (source positions)"),
-        (lambda: mine.argmax(), "an argmax without an axis flattens the array and returns one number"),
-        *[(lambda other=other: weights[:, other].argmax(axis=-1), f"that is head {other}, a neighbour of the head "
-           f"asked for (heads are counted from 0)") for other in (head - 1, head + 1)],
-    ])
-    if mistake is None and got.shape == (_B, _T):
-        mistake = "right shape (B, T), but these are not the positions of the head's largest weights"
-    return failed(question, mistake or f"expected one source position per sequence and query, shape "
-                                       f"(B, T) = ({_B}, {_T}) here, where weights is {weights.shape}; "
-                                       f"got shape {got.shape}")
 
 
 # ----- every head's part of the output (Your turn 1) ---------------------------------------------
@@ -316,6 +233,18 @@ def check_head_parts(function: Any) -> Verdict:
     return verdict
 
 
+_RESHAPE_ONLY = ("right shape, but the heads were merged (or moved to axis 2) by a reshape alone: (B, h, T, d_h) "
+                 "read as (B, T, h*d_h) puts pieces of several tokens and heads into one row; swap axes 1 and 2 "
+                 "first (a transpose), then reshape, or avoid merging at all")
+
+
+def _merged_by_reshape(head_out: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The wrong merge: ``(B, h, T, d_h)`` reshaped straight to ``(B, T, h*d_h)``, no transpose."""
+    B, h, T, d_h = head_out.shape
+    merged: NDArray[np.float64] = head_out.reshape(B, T, h * d_h)
+    return merged
+
+
 def _parts_verdict(question: str, function: Any, head_out: NDArray[np.float64], wo: NDArray[np.float64]) -> Verdict:
     _, h, _, d_h = head_out.shape
     D = wo.shape[1]
@@ -359,6 +288,10 @@ def _parts_verdict(question: str, function: Any, head_out: NDArray[np.float64], 
         (lambda: right[:, 0], "that is head 0's part only; return every head's, (B, h, T, D)"),
         (lambda: head_out, "those are the heads' outputs before W_o, (B, h, T, d_h); each goes through its rows "
                            "of wo"),
+        (lambda: np.stack([_merged_by_reshape(np.where(np.arange(h)[:, None, None] == i, head_out, 0.0)) @ wo
+                           for i in range(h)], axis=1), _RESHAPE_ONLY),
+        (lambda: np.einsum("bthd,hdo->bhto", head_out.reshape(head_out.shape[0], -1, h, d_h),
+                           wo.reshape(h, d_h, D)), _RESHAPE_ONLY),
     ]
     mistake = first_match(got, candidates)
     if mistake is None and got.shape == right.shape:
@@ -434,7 +367,7 @@ def check_argmax_shares(function: Any) -> Verdict:
             lesson_maps = _share_problem(*_LESSON_SHARES)
             if _works_at_lesson_sizes(function, lambda f, p=lesson_maps: _shares_verdict(question, f, *p)):
                 return failed(question, f"right at the lesson's sizes (h = 4, T = 8) but not at h = {h}, "
-                                        f"T = {T}: a size is written into the function; take B, h and T from "
+                                        f"T = {T}: a size is written into the function; take n, h and T from "
                                         "weights.shape")
             if number == 0:
                 return verdict
@@ -448,6 +381,8 @@ def _shares_verdict(question: str, function: Any, weights: NDArray[np.float64], 
     what = "the body: a (3, h) array of shares (rows previous, next, marker)"
     result = function_answer(question, function, (weights.copy(), marker.copy()), what)
     if isinstance(result, Verdict):
+        if result.answered and "could not be broadcast" in result.message:
+            return failed(question, _broadcast_mistake(result.message, B))
         return result
     if isinstance(result, dict):
         return failed(question, "a dict, as head_behaviour returns; this question asks for one (3, h) array, "
@@ -493,7 +428,89 @@ def _shares_verdict(question: str, function: Any, weights: NDArray[np.float64], 
     ]
     mistake = first_match(got, candidates)
     if mistake is None and got.shape == right.shape:
-        row = int(np.abs(got - right).max(axis=1).argmax())
-        mistake = (f"right shape (3, h), but row {row} ({('previous', 'next', 'marker')[row]}) is not right; the "
-                   "other rows may be")
+        mistake = _scaled(got, right) or _wrong_rows(got, right, weights, marker)
     return failed(question, mistake or f"expected shape (3, h) = (3, {h}), got {got.shape}")
+
+
+_ROWS = ("previous", "next", "marker")
+
+
+def _broadcast_mistake(message: str, n: int) -> str:
+    """A broadcasting error, named: ``marker[:, None]`` (shape ``(n, 1)``) is the usual one."""
+    if f"({n},1)" in message.replace(" ", ""):
+        return ("a broadcasting error: marker[:, None] has shape (n, 1), and NumPy lines shapes up from the right, "
+                "so it meets the peaks (n, h, T) on their last two axes (h and T), not on the sequences: marker "
+                "needs one length-1 axis for the heads and one for the queries; " + message)
+    return ("a broadcasting error: NumPy lines shapes up from the right; check the shape of each side of every "
+            "comparison (the peaks are (n, h, T), marker is (n,)); " + message)
+
+
+def _row_variants(weights: NDArray[np.float64], marker: NDArray[np.int64]) -> list[tuple[int, Any, str]]:
+    """Wrong versions of one row of the answer: ``(row, values (h,), what went wrong)``."""
+    n, _, T, _ = weights.shape
+    best = weights.argmax(axis=-1)  # (n, h, T)
+    t = np.arange(T)
+    later = t[1:]
+    ones = np.arange(n)
+    on_marker = weights[ones, :, :, marker]  # (n, h, T): each query's weight on its sequence's marked position
+    not_marked = t[None, :] != marker[:, None]  # (n, T)
+    threshold = ("counts rows whose weight there is above 0.5: a threshold, not the argmax; a row's largest "
+                 "weight can be below 0.5 and still be the largest, and the question asks where each row peaks")
+    return [
+        (0, (weights[:, :, later, later - 1] > 0.5).mean(axis=(0, 2)), threshold),
+        (1, (weights[:, :, later - 1, later] > 0.5).mean(axis=(0, 2)), threshold),
+        (2, (on_marker > 0.5).mean(axis=(0, 2)), threshold),
+        (0, (best == np.roll(t, 1)).mean(axis=(0, 2)),
+         "compares query 0 with position T - 1: np.roll wraps around, so the first query gets the last position "
+         "as its neighbour; count only the queries t >= 1, which have a previous position"),
+        (1, (best == np.roll(t, -1)).mean(axis=(0, 2)),
+         "compares the last query with position 0: np.roll wraps around, so query T - 1 gets the first position "
+         "as its neighbour; count only the queries t <= T - 2, which have a next position"),
+        (2, np.array([(best[:, i][not_marked] == np.broadcast_to(marker[:, None], (n, T))[not_marked]).mean()
+                      for i in range(best.shape[1])]),
+         "leaves out the queries at the marked position itself; the question counts all queries, the marked "
+         "one included (it too can peak on the marked position)"),
+        (2, (best == t).mean(axis=(0, 2)),
+         "compares each row's peak with its own query position (the diagonal); compare it with the sequence's "
+         "marked position, marker[b], the same for every query of sequence b"),
+        (2, (best == marker[0]).mean(axis=(0, 2)),
+         "uses sequence 0's marked position for every sequence; each sequence has its own, marker[b]"),
+        (0, weights[:, :, later, later - 1].mean(axis=(0, 2)), "holds mean weights; count argmaxes"),
+        (1, weights[:, :, later - 1, later].mean(axis=(0, 2)), "holds mean weights; count argmaxes"),
+        (2, on_marker.mean(axis=(0, 2)), "holds mean weights; count argmaxes"),
+    ]
+
+
+def _scaled(got: NDArray[Any], right: NDArray[np.float64]) -> str | None:
+    """A message when every share is the right one times one factor (a wrong divisor), else ``None``."""
+    with np.errstate(all="ignore"):
+        ratios = np.asarray(got, dtype=np.float64)[right != 0] / right[right != 0]
+    if ratios.size == 0 or not np.all(np.isfinite(ratios)) or not np.allclose(ratios, ratios[0]):
+        return None
+    factor = float(ratios[0])
+    if np.isclose(factor, 1.0) or not same(got, factor * right):
+        return None
+    return (f"right pattern, but every share is {factor:.3g} times the right one: the counts are divided by the "
+            "wrong number; divide each by the number of queries it was counted over, taken from weights.shape "
+            "(a hard-coded n or T does this)")
+
+
+def _wrong_rows(got: NDArray[Any], right: NDArray[np.float64], weights: NDArray[np.float64],
+                marker: NDArray[np.int64]) -> str:
+    """Every wrong row of a right-shaped answer, with the mistake where it is a known one."""
+    found: dict[str, list[int]] = {}
+    for row in range(3):
+        if same(got[row], right[row]):
+            continue
+        why = next((text for r, values, text in _row_variants(weights, marker) if r == row and same(got[row], values)),
+                   None)
+        if why is None and row < 2 and same(got[row], right[1 - row]):
+            why = "holds the other neighbour's shares: query t's previous position is t - 1, its next t + 1"
+        found.setdefault(why or "not right", []).append(row)
+    parts = []
+    for why, rows in found.items():
+        names = ", ".join(f"{r} ({_ROWS[r]})" for r in rows)
+        parts.append(f"row{'s' if len(rows) > 1 else ''} {names}: {why}")
+    wrong = sum(len(rows) for rows in found.values())
+    rest = "" if wrong == 3 else f"; the other row{'s are' if wrong == 1 else ' is'} right"
+    return "right shape (3, h), but " + "; ".join(parts) + rest

@@ -475,6 +475,11 @@ def check_offset_function(function: Any) -> Verdict:
     return passed(question, "mean weight from each given query t to key t - offset, per head")
 
 
+def _mean(values: Floats) -> float:
+    """The mean, or NaN (matching nothing) for no values, without NumPy's empty-slice warning."""
+    return float(values.mean()) if values.size else float("nan")
+
+
 def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads: list[tuple[int, int]]) -> Verdict:
     """Question "double ablation": the mean repeated-half loss (positions ``L .. 2L-2``) with every
     head in ``heads`` zeroed at once, on ``tokens (B, 2L)``.
@@ -519,7 +524,7 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
         (float(both.mean()), "that is the mean over every position; take the repeated half, positions L .. 2L-2"),
         (float(both[L:].sum()), "you summed the losses over the positions: take their mean"),
         (float(np.log(model.config.vocab)), "that is ln V, the loss of a uniform guess: measure the loss instead"),
-        (lambda: float(loss_per_position(model, tokens[:, :-1], ablate=heads)[L:].mean()),
+        (lambda: _mean(loss_per_position(model, tokens[:, :-1], ablate=heads)[L:]),
          "you passed tokens[:, :-1]: loss_per_position takes whole sequences and drops the last token itself, so the "
          "model read one token less and the last target was lost; pass tokens"),
     ]

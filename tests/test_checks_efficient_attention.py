@@ -21,17 +21,17 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.efficient_attention import (
     check_kept_entries,
     check_materialised_entries,
-    check_padded_decoding,
     check_online_sum,
     check_online_update,
+    check_padded_decoding,
     check_sdpa_output,
     check_tile_bytes,
     check_tiled_attention,
+    check_tiled_output,
     check_visited_tiles,
+    check_weight_entries,
     kept_entries,
     visited_tiles,
-    check_tiled_output,
-    check_weight_entries,
 )
 from lessons_lib.efficient import online_softmax_trace, tiled_attention
 

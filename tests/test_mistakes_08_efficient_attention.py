@@ -222,7 +222,8 @@ def tile_calls_library(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats,
 
 MISTAKES: list[Mistake] = [
     # ----- Your turn 4: entries a causal mask keeps, after a cache -----
-    Mistake("08 YT4 kept entries", "every entry, masked ones too", lambda: kept(2 * 8 * 5 * 12), "masked ones included"),
+    Mistake("08 YT4 kept entries", "every entry, masked ones too", lambda: kept(2 * 8 * 5 * 12),
+            "masked ones included"),
     Mistake("08 YT4 kept entries", "the masked entries", lambda: kept(2 * 8 * 5 * 12 - KEPT), "the mask BLOCKS"),
     Mistake("08 YT4 kept entries", "top-left mask, the cache forgotten", lambda: kept(2 * 8 * 15), "aligned top-left"),
     Mistake("08 YT4 kept entries", "a query not seeing itself", lambda: kept(2 * 8 * (7 + 8 + 9 + 10 + 11)),
@@ -232,7 +233,8 @@ MISTAKES: list[Mistake] = [
     Mistake("08 YT4 kept entries", "one (T, S) mask", lambda: kept(KEPT // 16), "one (T, S) mask"),
     Mistake("08 YT4 kept entries", "one sequence", lambda: kept(8 * 50), "that is one sequence"),
     Mistake("08 YT4 kept entries", "one head", lambda: kept(2 * 50), "that is one head"),
-    Mistake("08 YT4 kept entries", "all S positions as queries", lambda: kept(2 * 8 * 78), "all S positions as queries"),
+    Mistake("08 YT4 kept entries", "all S positions as queries", lambda: kept(2 * 8 * 78),
+            "all S positions as queries"),
     Mistake("08 YT4 kept entries", "half of the entries", lambda: kept(2 * 8 * 5 * 12 // 2), "half of the entries"),
     Mistake("08 YT4 kept entries", "800.0 written directly", lambda: kept(800.0), "is a float"),
     # ----- Your turn 5: tiles a causal loop computes -----

@@ -47,9 +47,20 @@ from lessons_lib.mha_numpy import attention, causal_mask
 from lessons_lib.validation import check_int
 
 __all__ = [
-    "check_kept_entries", "check_materialised_entries", "check_online_sum", "check_online_update",
-    "check_padded_decoding", "check_sdpa_output", "check_visited_tiles", "kept_entries", "visited_tiles",
-    "check_tile_bytes", "check_tile_grads", "check_tiled_attention", "check_tiled_output", "check_weight_entries",
+    "check_kept_entries",
+    "check_materialised_entries",
+    "check_online_sum",
+    "check_online_update",
+    "check_padded_decoding",
+    "check_sdpa_output",
+    "check_tile_bytes",
+    "check_tile_grads",
+    "check_tiled_attention",
+    "check_tiled_output",
+    "check_visited_tiles",
+    "check_weight_entries",
+    "kept_entries",
+    "visited_tiles",
 ]
 
 Floats = NDArray[np.float64]
@@ -259,7 +270,7 @@ _NAN_FIRST = ("l_new is NaN after the first block: there m = -inf, so a factor e
               "before the first block and at most 1 after (section 3)")
 _BLOCK_ONLY = ("m_new is the block's max only; the running max must also remember the earlier blocks, which were "
                "larger in one of the test rows")
-UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
+UPDATE_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
     ({"rescale": False}, _RESCALE),
     ({"shift": False}, _SHIFT),
     ({"shift": False, "rescale": False}, _SHIFT + "; and you forgot to rescale l when the max grows"),
@@ -418,7 +429,8 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
         return failed(question, _TILED_NAN)
     with np.errstate(all="ignore"):
         ratio = a / right  # (..., T, d_v): constant along each row when only the divisor l is wrong
-    if np.isfinite(ratio).all() and np.abs(ratio).min() > 1e-6 and np.allclose(ratio, ratio[..., :1], rtol=1e-6, atol=1e-9):
+    one_factor_per_row = np.isfinite(ratio).all() and np.abs(ratio).min() > 1e-6
+    if one_factor_per_row and np.allclose(ratio, ratio[..., :1], rtol=1e-6, atol=1e-9):
         return failed(question, "each output row is the right row times a wrong number: the running output is right, "
                                 "the running sum l you divide by is not. l holds one number per query: p summed over "
                                 "the keys of the block, p.sum(axis=-1), rescaled like the output")
@@ -550,7 +562,8 @@ def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_
     g = scale if scale_grads else 1.0
     dq, dk = g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q)
     dv = np.swapaxes(p, -1, -2) @ do
-    return dq * (1.0 if scale_dq else 1 / scale), dk * (1.0 if scale_dk else 1 / scale), dv * (scale if scale_dv else 1.0)
+    dq, dk = dq * (1.0 if scale_dq else 1 / scale), dk * (1.0 if scale_dk else 1 / scale)
+    return dq, dk, dv * (scale if scale_dv else 1.0)
 
 
 # (leading axes, t queries, n keys, d, d_v) of the tiles the checker hands over: the first is the
@@ -714,7 +727,8 @@ def kept_entries(B: int, h: int, T: int, S: int) -> int:
     (``mha_numpy.causal_mask(T, S)``: query ``t`` sees ``S - T + t + 1`` positions)."""
     B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
     if S < T:
-        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), got {T=}, {S=}")
+        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), "
+                         f"got {T=}, {S=}")
     return B * h * sum(S - T + t + 1 for t in range(T))
 
 
@@ -735,8 +749,8 @@ def check_kept_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdic
     if isinstance(n, Verdict):
         return n
     if n == right:
-        return passed(question, f"{right} of the {B * h * T * S} entries: query t sees the {S - T} cached positions and "
-                                f"t + 1 new ones, in every head of every sequence")
+        return passed(question, f"{right} of the {B * h * T * S} entries: query t sees the {S - T} cached positions "
+                                f"and t + 1 new ones, in every head of every sequence")
     full, per_map = B * h * T * S, right // (B * h)
     mistake = first_match(n, [
         (full, "that counts every entry of the (B, h, T, S) tensor, masked ones included; count only the ones the "
@@ -756,8 +770,8 @@ def check_kept_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdic
         (full // 2, "half of the entries is the rough count for long sequences; count exactly: query t sees "
                     "S - T + t + 1 positions"),
     ])
-    return failed(question, mistake or f"{n} is not it: count, for each of the T queries, how many of the S positions it "
-                                       "may see, then multiply by the heads and the sequences")
+    return failed(question, mistake or f"{n} is not it: count, for each of the T queries, how many of the S positions "
+                                       "it may see, then multiply by the heads and the sequences")
 
 
 def visited_tiles(T: int, S: int, query_block: int, block: int) -> int:
@@ -766,7 +780,8 @@ def visited_tiles(T: int, S: int, query_block: int, block: int) -> int:
     T, S, query_block, block = (check_int(name, value) for name, value in
                                 (("T", T), ("S", S), ("query_block", query_block), ("block", block)))
     if S < T:
-        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), got {T=}, {S=}")
+        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), "
+                         f"got {T=}, {S=}")
     count = 0
     for start in range(0, T, query_block):
         last_query = min(start + query_block, T) - 1
@@ -855,7 +870,7 @@ def check_padded_decoding(answer: Any, q: Any, k: Any, v: Any, pad: Any) -> Verd
     kf = reference_array("k", k, "(B, h, S, d)", rank=4)
     vf = reference_array("v", v, "(B, h, S, d_v)", rank=4)
     pads = [check_int("pad", p, low=0) for p in np.asarray(pad).reshape(-1)]
-    B, h, T, S = qf.shape[0], qf.shape[1], qf.shape[2], kf.shape[2]
+    B, T, S = qf.shape[0], qf.shape[2], kf.shape[2]
     if len(pads) != B:
         raise ValueError(f"pad must hold one number of padding slots per sequence, B = {B} of them, got {len(pads)}")
     if max(pads) > S - T:
@@ -884,7 +899,8 @@ def check_padded_decoding(answer: Any, q: Any, k: Any, v: Any, pad: Any) -> Verd
         (lambda: attend(_padded_mask(B, T, S, pads, causal="none")),
          "your mask hides the padding but is not causal: the first new token may not see the second; combine the "
          "padding mask (with &) with the causal one"),
-        (lambda: attend(np.ones((1, 1, T, S), dtype=bool)), "that is attention without any mask: pass one as attn_mask"),
+        (lambda: attend(np.ones((1, 1, T, S), dtype=bool)),
+         "that is attention without any mask: pass one as attn_mask"),
         (lambda: attend(_padded_mask(B, T, S, pads, causal="top", padding="none")),
          "that is is_causal=True (or a top-left tril): query t sees positions 0..t only, and the padding is not "
          "masked either; here the new queries are the last T of the S slots"),

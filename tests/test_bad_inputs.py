@@ -3167,6 +3167,43 @@ BAD_INPUTS = [
     ),
     # ----- checks.efficient_attention ----------------------------------------------------------------
     Bad(
+        "checks.efficient_attention.check_kept_entries",
+        "check_kept_entries_s_below_t",
+        lambda: efficient_attention.check_kept_entries(None, B=2, h=1, T=5, S=3),
+        ValueError,
+        ("a causal mask needs S >= T (the T queries are the last T of the S positions), got T=5, S=3"),
+    ),
+    Bad(
+        "checks.efficient_attention.kept_entries",
+        "kept_entries_zero_batch",
+        lambda: efficient_attention.kept_entries(0, 1, 2, 3),
+        ValueError,
+        ("B must be positive, got B=0"),
+    ),
+    Bad(
+        "checks.efficient_attention.visited_tiles",
+        "visited_tiles_zero_block",
+        lambda: efficient_attention.visited_tiles(4, 4, 2, 0),
+        ValueError,
+        ("block must be positive, got block=0"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_visited_tiles",
+        "check_visited_tiles_s_below_t",
+        lambda: efficient_attention.check_visited_tiles(None, T=8, S=4, query_block=2, block=2),
+        ValueError,
+        ("a causal mask needs S >= T (the T queries are the last T of the S positions), got T=8, S=4"),
+    ),
+    Bad(
+        "checks.efficient_attention.check_padded_decoding",
+        "check_padded_decoding_pad_per_sequence",
+        lambda: efficient_attention.check_padded_decoding(
+            None, np.ones((1, 1, 2, 4)), np.ones((1, 1, 5, 4)), np.ones((1, 1, 5, 3)), [1, 2]
+        ),
+        ValueError,
+        ("pad must hold one number of padding slots per sequence, B = 1 of them, got 2"),
+    ),
+    Bad(
         "checks.efficient_attention.check_materialised_entries",
         "check_materialised_entries_negative",
         lambda: efficient_attention.check_materialised_entries(None, B=-1, h=2, T=3, S=4),

@@ -19,14 +19,19 @@ from numpy.typing import NDArray
 from lessons_lib import mha_numpy
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.efficient_attention import (
+    check_kept_entries,
     check_materialised_entries,
     check_online_sum,
     check_online_update,
+    check_padded_decoding,
     check_sdpa_output,
     check_tile_bytes,
     check_tiled_attention,
     check_tiled_output,
+    check_visited_tiles,
     check_weight_entries,
+    kept_entries,
+    visited_tiles,
 )
 from lessons_lib.efficient import online_softmax_trace, tiled_attention
 
@@ -154,6 +159,64 @@ def test_sdpa_output_wrong(make: Callable[[], torch.Tensor], phrase: str) -> Non
     assert_not_yet(check_sdpa_output(make(), Q_NEW, K_ALL, V_ALL), phrase, "causal_mask(2, 7)")
 
 
+# ---- kept entries, visited tiles, padded decoding (Your turns 4-6) -------------------------------
+KEPT_SIZES = dict(B=2, h=8, T=5, S=12)
+TILE_GRID = dict(T=4096, S=4096, query_block=128, block=256)
+
+
+def test_kept_entries_counts_the_causal_mask() -> None:
+    for T, S in ((1, 1), (3, 3), (5, 12), (4, 9)):
+        assert kept_entries(2, 3, T, S) == 2 * 3 * int(mha_numpy.causal_mask(T, S).sum())
+    with pytest.raises(ValueError, match="S >= T"):
+        kept_entries(1, 1, 5, 3)
+    v = check_kept_entries(800, **KEPT_SIZES)
+    assert v.ok and "800 of the 960" in v.message
+    assert check_kept_entries(np.int64(800), **KEPT_SIZES).ok
+    assert_blank(check_kept_entries(None, **KEPT_SIZES), "whole number")
+    assert_not_yet(check_kept_entries(800.0, **KEPT_SIZES), "is a float", "`/` always")
+    assert_not_yet(check_kept_entries(123, **KEPT_SIZES), "is not it", "800")
+
+
+def test_visited_tiles_counts_the_tiles_with_an_allowed_pair() -> None:
+    for T, S, qb, kb in ((6, 9, 2, 3), (8, 8, 3, 2), (7, 7, 7, 7), (5, 12, 2, 5)):
+        allowed = mha_numpy.causal_mask(T, S)
+        brute = sum(bool(allowed[i : i + qb, j : j + kb].any()) for i in range(0, T, qb) for j in range(0, S, kb))
+        assert visited_tiles(T, S, qb, kb) == brute, (T, S, qb, kb)
+    v = check_visited_tiles(272, **TILE_GRID)
+    assert v.ok and "512" in v.message
+    assert_blank(check_visited_tiles(None, **TILE_GRID), "whole number")
+    assert_not_yet(check_visited_tiles(7, **TILE_GRID), "is not it", "272")
+    # on a grid where the skipped and the fully allowed tiles differ, each gets its own message
+    small = dict(T=5, S=12, query_block=2, block=5)  # 3 x 3 tiles, 8 computed, 1 skipped, 6 fully allowed
+    assert_not_yet(check_visited_tiles(1, **small), "SKIPS")
+    assert_not_yet(check_visited_tiles(6, **small), "every pair is allowed")
+
+
+_pad_gen = torch.Generator().manual_seed(3)
+Q_PAD = torch.randn(2, 3, 2, 4, dtype=torch.float64, generator=_pad_gen)
+K_PAD = torch.randn(2, 3, 6, 4, dtype=torch.float64, generator=_pad_gen)
+V_PAD = torch.randn(2, 3, 6, 5, dtype=torch.float64, generator=_pad_gen)
+N_PAD = torch.tensor([1, 3])
+PAD_MASK = (torch.from_numpy(mha_numpy.causal_mask(2, 6))[None, None]
+            & (torch.arange(6)[None, :] >= N_PAD[:, None])[:, None, None, :])
+
+
+def test_padded_decoding_right_wrong_and_bad_problems() -> None:
+    right = F.scaled_dot_product_attention(Q_PAD, K_PAD, V_PAD, attn_mask=PAD_MASK)
+    assert check_padded_decoding(right, Q_PAD, K_PAD, V_PAD, N_PAD).ok
+    assert check_padded_decoding(right, Q_PAD, K_PAD, V_PAD, [1, 3]).ok
+    causal_only = F.scaled_dot_product_attention(Q_PAD, K_PAD, V_PAD,
+                                                 attn_mask=torch.from_numpy(mha_numpy.causal_mask(2, 6)))
+    assert_not_yet(check_padded_decoding(causal_only, Q_PAD, K_PAD, V_PAD, N_PAD), "padding slots")
+    assert_not_yet(check_padded_decoding(torch.zeros(2, 3, 2, 5, dtype=torch.float64), Q_PAD, K_PAD, V_PAD, N_PAD),
+                   "right shape, wrong numbers")
+    assert_not_yet(check_padded_decoding(torch.zeros(2, 5), Q_PAD, K_PAD, V_PAD, N_PAD), "expected shape")
+    with pytest.raises(ValueError, match="one number of padding slots per sequence"):
+        check_padded_decoding(None, Q_PAD, K_PAD, V_PAD, [1])
+    with pytest.raises(ValueError, match="may not reach the T = 2 new tokens"):
+        check_padded_decoding(None, Q_PAD, K_PAD, V_PAD, [1, 5])
+
+
 # ---- online sum (the demonstration in the lesson) ----------------------------------------------
 ROW = np.array([1.0, 3.0, 0.0, 5.0, 2.0])
 
@@ -256,7 +319,7 @@ def test_tiled_output() -> None:
         (tiled_variant(q, k, v, 3, rescale=False), "did not rescale the running output"),
         (tiled_variant(q, k, v, 3, normalise=False), "final division"),
         (tiled_variant(q, k, v, 3, scale=False), "1/sqrt(d)"),
-        (np.zeros((2, 4, 2)), "same numbers"),
+        (np.zeros((2, 4, 2)), "right shape, wrong numbers"),
         (np.zeros((4, 2)), "expected shape"),
         (None, "replace None with"),
     ]
@@ -320,6 +383,9 @@ VALUE_CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "weight entries": lambda a: check_materialised_entries(a, **SIZES),
     "tile bytes": lambda a: check_tile_bytes(a, **TILE),
     "SDPA output": lambda a: check_sdpa_output(a, Q_NEW, K_ALL, V_ALL),
+    "kept entries": lambda a: check_kept_entries(a, **KEPT_SIZES),
+    "visited tiles": lambda a: check_visited_tiles(a, **TILE_GRID),
+    "padded decoding": lambda a: check_padded_decoding(a, Q_PAD, K_PAD, V_PAD, N_PAD),
 }
 FUNCTION_CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "online update": check_online_update,

@@ -22,25 +22,28 @@ from lessons_lib.checks import efficient_attention as ea
 Floats = Any
 
 
-def entries(answer: Any) -> Verdict:
-    return ea.check_materialised_entries(answer, B=2, h=8, T=5, S=7)
+def kept(answer: Any) -> Verdict:
+    return ea.check_kept_entries(answer, B=2, h=8, T=5, S=12)
 
 
-def tile(answer: Any) -> Verdict:
-    return ea.check_tile_bytes(answer, B=2, h=32, T=4096, S=4096, block=256, itemsize=4)
+def tiles(answer: Any) -> Verdict:
+    return ea.check_visited_tiles(answer, T=4096, S=4096, query_block=128, block=256)
 
 
-TILE = 2 * 32 * 4096 * 256 * 4
+KEPT, TILES = 2 * 8 * (8 + 9 + 10 + 11 + 12), 272
 
-# ----- Your turn 6: the decoding problem of the notebook -----
-q_new = torch.randn(1, 2, 2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-k_all = torch.randn(1, 2, 7, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-v_all = torch.randn(1, 2, 7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
-ALLOWED = torch.from_numpy(mha_numpy.causal_mask(2, 7))
+# ----- Your turn 6: the padded decoding problem of the notebook -----
+q_new = torch.randn(2, 2, 2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+k_all = torch.randn(2, 2, 7, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+v_all = torch.randn(2, 2, 7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+n_pad = torch.tensor([0, 2])
+CAUSAL = torch.from_numpy(mha_numpy.causal_mask(2, 7))  # (T, S)
+REAL = torch.arange(7)[None, :] >= n_pad[:, None]  # (B, S)
+ALLOWED = CAUSAL[None, None] & REAL[:, None, None, :]  # (B, 1, T, S)
 
 
 def sdpa(answer: Any) -> Verdict:
-    return ea.check_sdpa_output(answer, q_new, k_all, v_all)
+    return ea.check_padded_decoding(answer, q_new, k_all, v_all, n_pad)
 
 
 def with_mask(mask: Any, q: Any = q_new) -> Any:
@@ -48,6 +51,8 @@ def with_mask(mask: Any, q: Any = q_new) -> Any:
 
 
 NOT_ITSELF = ALLOWED & ~torch.from_numpy(np.eye(2, 7, k=5, dtype=bool))  # each query's own position blocked
+RIGHT_PADDED = CAUSAL[None, None] & (torch.arange(7)[None, :] < 7 - n_pad[:, None])[:, None, None, :]
+TOP_LEFT = torch.ones(2, 7, dtype=torch.bool).tril()
 
 
 # ----- Your turn 1: the online update -----
@@ -90,14 +95,15 @@ def calls_the_library(m: float, total: float, block: Floats) -> tuple[float, flo
 # ----- Your turn 2: tiled attention -----
 def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[int, int], int] | None = None,
           upside_down: bool = False, guard: bool = True, rescale_output: bool = True, divide: bool = True,
-          scale: bool = True) -> Floats:
+          scale: bool = True, p_old_max: bool = False, width_of_v: bool = False, sum_all: bool = False) -> Floats:
     """A learner's loop with one mistake switched on."""
     m = np.full(q.shape[:-1], -np.inf)
     total = np.zeros(q.shape[:-1])
     acc = np.zeros((*q.shape[:-1], v.shape[-1]))
     S = k.shape[-2]
     for start in range(0, S if stop is None else stop(S, block_size), block_size):
-        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / (math.sqrt(q.shape[-1]) if scale else 1)
+        width = v.shape[-1] if width_of_v else q.shape[-1]
+        s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2) / (math.sqrt(width) if scale else 1)
         m_new = np.maximum(m, s.max(-1))
         if upside_down:
             factor = np.exp(m_new - m)
@@ -105,8 +111,8 @@ def tiled(q: Floats, k: Floats, v: Floats, block_size: int, *, stop: Callable[[i
                 factor = np.where(np.isneginf(m), 0.0, factor)
         else:
             factor = np.exp(m - m_new)
-        p = np.exp(s - m_new[..., None])
-        total = total * factor + p.sum(-1)
+        p = np.exp(s - (m if p_old_max else m_new)[..., None])
+        total = total * factor + (p.sum() if sum_all else p.sum(-1))
         acc = (acc * factor[..., None] if rescale_output else acc) + p @ v[..., start : start + block_size, :]
         m = m_new
     return acc / total[..., None] if divide else acc
@@ -175,7 +181,7 @@ def check(function: Any) -> Verdict:
 def tile_grads(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *, d_from_tile: bool = False,
                local_softmax: bool = False, subtract_lse: bool = True, d_term: bool = True, times_p: bool = True,
                flip: bool = False, scale_scores: bool = True, scale_grads: bool = True, order: str = "qkv",
-               fixed_d: int | None = None) -> Any:
+               fixed_d: int | None = None, scale_dq: bool = True, scale_dv: bool = False, lse_axis: bool = True) -> Any:
     """A learner's tile with one mistake switched on."""
     c = 1.0 / math.sqrt(fixed_d or q.shape[-1])
     z = q @ np.swapaxes(k, -1, -2) * (c if scale_scores else 1.0)
@@ -183,14 +189,14 @@ def tile_grads(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot
         p = np.exp(z - z.max(-1, keepdims=True))
         p = p / p.sum(-1, keepdims=True)
     else:
-        p = np.exp(z - lse[..., None]) if subtract_lse else np.exp(z)
-    dv = np.swapaxes(p, -1, -2) @ do
+        p = np.exp(z - (lse[..., None] if lse_axis else lse)) if subtract_lse else np.exp(z)
+    dv = np.swapaxes(p, -1, -2) @ do * (c if scale_dv else 1.0)
     dp = do @ np.swapaxes(v, -1, -2)
     D = (p * dp).sum(-1) if d_from_tile else row_dot
     inner = (D[..., None] - dp if flip else dp - D[..., None]) if d_term else dp
     dz = p * inner if times_p else inner
     g = c if scale_grads else 1.0
-    dq, dk = g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q)
+    dq, dk = g * (dz @ k) * (1.0 if scale_dq else 1 / c), g * (np.swapaxes(dz, -1, -2) @ q)
     return {"qkv": (dq, dk, dv), "kqv": (dk, dq, dv)}[order]
 
 
@@ -215,37 +221,53 @@ def tile_calls_library(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats,
 
 
 MISTAKES: list[Mistake] = [
-    # ----- Your turn 4: entries of the weights tensor -----
-    Mistake("08 YT4 weight entries", "batch left out", lambda: entries(8 * 5 * 7), "left out the batch"),
-    Mistake("08 YT4 weight entries", "heads left out", lambda: entries(2 * 5 * 7), "left out the heads"),
-    Mistake("08 YT4 weight entries", "one (T, S) map", lambda: entries(5 * 7), "one (T, S) map"),
-    Mistake("08 YT4 weight entries", "source positions left out", lambda: entries(2 * 8 * 5),
-            "left out the source positions"),
-    Mistake("08 YT4 weight entries", "bytes of float32", lambda: entries(2 * 8 * 5 * 7 * 4), "bytes"),
-    Mistake("08 YT4 weight entries", "a float", lambda: entries(560.0), "is a float"),
-    # ----- Your turn 5: tile bytes -----
-    Mistake("08 YT5 tile bytes", "the full scores", lambda: tile(2 * 32 * 4096 * 4096 * 4), "full (B, h, T, S)"),
-    Mistake("08 YT5 tile bytes", "entries, not bytes", lambda: tile(TILE // 4), "counts numbers, not bytes"),
-    Mistake("08 YT5 tile bytes", "one head", lambda: tile(2 * 4096 * 256 * 4), "one head only"),
-    Mistake("08 YT5 tile bytes", "one sequence", lambda: tile(32 * 4096 * 256 * 4), "one sequence only"),
-    Mistake("08 YT5 tile bytes", "a (block, block) tile", lambda: tile(2 * 32 * 256 * 256 * 4), "(block, block) tile"),
-    Mistake("08 YT5 tile bytes", "8 bytes per score", lambda: tile(TILE * 2), "twice the tile"),
-    Mistake("08 YT5 tile bytes", "in MiB", lambda: tile(TILE / 2**20), "in MiB"),
-    Mistake("08 YT5 tile bytes", "a float from `/`", lambda: tile(TILE / 1), "is a float"),
-    # ----- Your turn 6: SDPA with the decoding mask -----
-    Mistake("08 YT6 SDPA output", "no mask", lambda: sdpa(F.scaled_dot_product_attention(q_new, k_all, v_all)),
-            "without the mask"),
-    Mistake("08 YT6 SDPA output", "is_causal=True", lambda: sdpa(F.scaled_dot_product_attention(
-        q_new, k_all, v_all, is_causal=True)), "aligned top-left"),
-    Mistake("08 YT6 SDPA output", "a hand-built top-left tril mask", lambda: sdpa(with_mask(
-        torch.ones(2, 7, dtype=torch.bool).tril())), "your mask (or is_causal=True) is aligned top-left"),
-    Mistake("08 YT6 SDPA output", "mask inverted", lambda: sdpa(with_mask(~ALLOWED)), "mask is inverted"),
-    Mistake("08 YT6 SDPA output", "a mask where a query cannot see itself", lambda: sdpa(with_mask(NOT_ITSELF)),
+    # ----- Your turn 4: entries a causal mask keeps, after a cache -----
+    Mistake("08 YT4 kept entries", "every entry, masked ones too", lambda: kept(2 * 8 * 5 * 12),
+            "masked ones included"),
+    Mistake("08 YT4 kept entries", "the masked entries", lambda: kept(2 * 8 * 5 * 12 - KEPT), "the mask BLOCKS"),
+    Mistake("08 YT4 kept entries", "top-left mask, the cache forgotten", lambda: kept(2 * 8 * 15), "aligned top-left"),
+    Mistake("08 YT4 kept entries", "a query not seeing itself", lambda: kept(2 * 8 * (7 + 8 + 9 + 10 + 11)),
+            "one too few per query"),
+    Mistake("08 YT4 kept entries", "one position too many", lambda: kept(2 * 8 * (9 + 10 + 11 + 12 + 13)),
+            "one too many per query"),
+    Mistake("08 YT4 kept entries", "one (T, S) mask", lambda: kept(KEPT // 16), "one (T, S) mask"),
+    Mistake("08 YT4 kept entries", "one sequence", lambda: kept(8 * 50), "that is one sequence"),
+    Mistake("08 YT4 kept entries", "one head", lambda: kept(2 * 50), "that is one head"),
+    Mistake("08 YT4 kept entries", "all S positions as queries", lambda: kept(2 * 8 * 78),
+            "all S positions as queries"),
+    Mistake("08 YT4 kept entries", "half of the entries", lambda: kept(2 * 8 * 5 * 12 // 2), "half of the entries"),
+    Mistake("08 YT4 kept entries", "800.0 written directly", lambda: kept(800.0), "is a float"),
+    # ----- Your turn 5: tiles a causal loop computes -----
+    Mistake("08 YT5 visited tiles", "every tile", lambda: tiles(32 * 16), "that is every tile"),
+    Mistake("08 YT5 visited tiles", "the skipped tiles (= the fully allowed ones here)", lambda: tiles(512 - TILES),
+            "partly masked ones the diagonal crosses"),
+    Mistake("08 YT5 visited tiles", "exactly half", lambda: tiles(256), "half of the tiles"),
+    Mistake("08 YT5 visited tiles", "triangle of 32 x 32 square tiles", lambda: tiles(32 * 33 // 2),
+            "triangle of a grid of square tiles, 32 x 32"),
+    Mistake("08 YT5 visited tiles", "triangle of 16 x 16 square tiles", lambda: tiles(16 * 17 // 2),
+            "triangle of a grid of square tiles, 16 x 16"),
+    Mistake("08 YT5 visited tiles", "a float", lambda: tiles(272.0), "is a float"),
+    # ----- Your turn 6: SDPA with padding and the decoding mask -----
+    Mistake("08 YT6 padded decoding", "causal only, padding ignored", lambda: sdpa(with_mask(CAUSAL)),
+            "lets the queries see the padding"),
+    Mistake("08 YT6 padded decoding", "padding only, not causal", lambda: sdpa(with_mask(REAL[:, None, None, :])),
+            "not causal"),
+    Mistake("08 YT6 padded decoding", "no mask", lambda: sdpa(F.scaled_dot_product_attention(q_new, k_all, v_all)),
+            "without any mask"),
+    Mistake("08 YT6 padded decoding", "is_causal=True", lambda: sdpa(F.scaled_dot_product_attention(
+        q_new, k_all, v_all, is_causal=True)), "is_causal=True"),
+    Mistake("08 YT6 padded decoding", "a top-left tril combined with the padding",
+            lambda: sdpa(with_mask(TOP_LEFT & REAL[:, None, None, :])), "aligned top-left"),
+    Mistake("08 YT6 padded decoding", "padding taken at the end", lambda: sdpa(with_mask(RIGHT_PADDED)),
+            "padding is on the wrong side"),
+    Mistake("08 YT6 padded decoding", "a (B, T, S) mask: batch lined up with the heads",
+            lambda: sdpa(with_mask(CAUSAL & REAL[:, None, :])), "shape (B, 1, T, S)"),
+    Mistake("08 YT6 padded decoding", "mask inverted", lambda: sdpa(with_mask(~ALLOWED)), "mask is inverted"),
+    Mistake("08 YT6 padded decoding", "a query cannot see itself", lambda: sdpa(with_mask(NOT_ITSELF)),
             "cannot see itself"),
-    Mistake("08 YT6 SDPA output", "0/1 float mask", lambda: sdpa(with_mask(ALLOWED.double())), "float mask is ADDED"),
-    Mistake("08 YT6 SDPA output", "q divided by sqrt(d) first",
-            lambda: sdpa(with_mask(ALLOWED, q_new / math.sqrt(8))), "divided by sqrt(d) twice"),
-    Mistake("08 YT6 SDPA output", "a NumPy array (the manual route) instead of SDPA's tensor",
+    Mistake("08 YT6 padded decoding", "0/1 float mask", lambda: sdpa(with_mask(ALLOWED.double())),
+            "float mask is ADDED"),
+    Mistake("08 YT6 padded decoding", "a NumPy array (the manual route) instead of SDPA's tensor",
             lambda: sdpa(mha_numpy.attention(q_new.numpy(), k_all.numpy(), v_all.numpy(), ALLOWED.numpy())[0]),
             "expected the torch tensor"),
     # ----- Your turn 1: online update -----
@@ -268,6 +290,12 @@ MISTAKES: list[Mistake] = [
             lambda: ea.check_online_update(np_max_of_two), "reads b as an AXIS"),
     Mistake("08 YT1 online update", "the old m returned", lambda: ea.check_online_update(
         lambda m, total, b: (m, right_update(m, total, b)[1])), "you returned the old m"),
+    Mistake("08 YT1 online update", "the new block measured against the old m", lambda: ea.check_online_update(
+        lambda m, total, b: (max(m, b.max()), total * math.exp(m - max(m, b.max())) + np.exp(b - m).sum())),
+        "against the OLD maximum"),
+    Mistake("08 YT1 online update", "the new block measured against its own max", lambda: ea.check_online_update(
+        lambda m, total, b: (max(m, b.max()), total * math.exp(m - max(m, b.max())) + np.exp(b - b.max()).sum())),
+        "against its own maximum"),
     Mistake("08 YT1 online update", "the factor on the new block's sum",
             lambda: ea.check_online_update(factor_on_new_block), "it belongs on the OLD sum l"),
     Mistake("08 YT1 online update", "calls the library's online_softmax_trace",
@@ -285,7 +313,13 @@ MISTAKES: list[Mistake] = [
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True)), "rescale factor is upside down"),
     Mistake("08 YT2 tiled attention", "rescale factor upside down (NaN)",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, upside_down=True, guard=False)),
-            "Is your rescale factor upside down?"),
+            "not exp(m_new - m)"),
+    Mistake("08 YT2 tiled attention", "p = exp(s - m) with the old max (NaN)",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, p_old_max=True)), "p = exp(scores - m_new)"),
+    Mistake("08 YT2 tiled attention", "scores scaled by sqrt(d_v)",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, width_of_v=True)), "1/sqrt(d_v)"),
+    Mistake("08 YT2 tiled attention", "l summed over every axis of the tile",
+            lambda: check(lambda q, k, v, b: tiled(q, k, v, b, sum_all=True)), "the running sum l you divide by"),
     Mistake("08 YT2 tiled attention", "running output not rescaled",
             lambda: check(lambda q, k, v, b: tiled(q, k, v, b, rescale_output=False)),
             "did not rescale the running output"),
@@ -319,6 +353,11 @@ MISTAKES: list[Mistake] = [
             "scale on the scores"),
     Mistake("08 YT3 tile grads", "dq and dk without the scale", lambda: tile_check(scale_grads=False),
             "miss the factor 1/sqrt(d)"),
+    Mistake("08 YT3 tile grads", "dq without the scale c", lambda: tile_check(scale_dq=False),
+            "dq misses the factor c = 1/sqrt(d)"),
+    Mistake("08 YT3 tile grads", "dv with an extra scale c", lambda: tile_check(scale_dv=True),
+            "dv has a factor c = 1/sqrt(d) it should not have"),
+    Mistake("08 YT3 tile grads", "lse_i without [..., None]", lambda: tile_check(lse_axis=False), "lse_i[..., None]"),
     Mistake("08 YT3 tile grads", "returned (dk, dq, dv)", lambda: tile_check(order="kqv"), "wrong order"),
     Mistake("08 YT3 tile grads", "the notebook's d = 5 hard-coded in the scale", lambda: tile_check(fixed_d=5),
             "your scale uses d = 5"),
@@ -333,11 +372,14 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("08 YT3 tile grads", "the lesson's tile", lambda: tile_check()),
     RightAnswer("08 YT3 tile grads", "a tuple of arrays in a list", lambda: ea.check_tile_grads(
         lambda *args: list(tile_grads(*args)))),
-    RightAnswer("08 YT4 weight entries", "the product as an int", lambda: entries(2 * 8 * 5 * 7)),
-    RightAnswer("08 YT5 tile bytes", "an np.int64", lambda: tile(np.int64(TILE))),
-    RightAnswer("08 YT6 SDPA output", "an additive float mask of 0 and -inf", lambda: sdpa(with_mask(
-        torch.zeros(2, 7, dtype=torch.float64).masked_fill(~ALLOWED, float("-inf"))))),
-    RightAnswer("08 YT6 SDPA output", "the lesson's boolean mask", lambda: sdpa(with_mask(ALLOWED))),
+    RightAnswer("08 YT4 kept entries", "the count as an int", lambda: kept(KEPT)),
+    RightAnswer("08 YT4 kept entries", "an np.int64", lambda: kept(np.int64(KEPT))),
+    RightAnswer("08 YT5 visited tiles", "the count as an int", lambda: tiles(TILES)),
+    RightAnswer("08 YT6 padded decoding", "the lesson's (B, 1, T, S) boolean mask", lambda: sdpa(with_mask(ALLOWED))),
+    RightAnswer("08 YT6 padded decoding", "a (B, h, T, S) mask, expanded over the heads",
+                lambda: sdpa(with_mask(ALLOWED.expand(2, 2, 2, 7)))),
+    RightAnswer("08 YT6 padded decoding", "an additive float mask of 0 and -inf", lambda: sdpa(with_mask(
+        torch.zeros(2, 1, 2, 7, dtype=torch.float64).masked_fill(~ALLOWED, float("-inf"))))),
     RightAnswer("08 YT1 online update", "the lesson's update", lambda: ea.check_online_update(right_update)),
     RightAnswer("08 YT2 tiled attention", "a loop over keys", lambda: check(tiled)),
     RightAnswer("08 YT2 tiled attention", "query blocks too, the short last one kept", lambda: check(query_blocks)),

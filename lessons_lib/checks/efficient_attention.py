@@ -47,8 +47,20 @@ from lessons_lib.mha_numpy import attention, causal_mask
 from lessons_lib.validation import check_int
 
 __all__ = [
-    "check_materialised_entries", "check_online_sum", "check_online_update", "check_sdpa_output",
-    "check_tile_bytes", "check_tile_grads", "check_tiled_attention", "check_tiled_output", "check_weight_entries",
+    "check_kept_entries",
+    "check_materialised_entries",
+    "check_online_sum",
+    "check_online_update",
+    "check_padded_decoding",
+    "check_sdpa_output",
+    "check_tile_bytes",
+    "check_tile_grads",
+    "check_tiled_attention",
+    "check_tiled_output",
+    "check_visited_tiles",
+    "check_weight_entries",
+    "kept_entries",
+    "visited_tiles",
 ]
 
 Floats = NDArray[np.float64]
@@ -231,14 +243,15 @@ UPDATE_ROWS = ((np.array([0.5, 2.0, -1.0, 3.5, 1.0, 0.0, 4.0, -2.0]), 3),
 
 def _update(m: float, total: float, block: Floats, /, *, running: bool = True, rescale: bool = True,
             shift: bool = True, swap: bool = False, upside_down: bool = False, stale: bool = False,
-            rescale_new: bool = False) -> tuple[float, float]:
+            rescale_new: bool = False, new_against: str = "new") -> tuple[float, float]:
     """One online-softmax step ``(m, l) -> (m_new, l_new)``, or a known mistake when a flag is off
     (``upside_down``: the factor ``exp(m_new - m)``, with the first block guarded so that it is not NaN;
     ``stale``: the old ``m`` returned in place of ``m_new``; ``rescale_new``: the factor put on the new
     block's sum instead of the old sum)."""
     m_new = max(m, float(block.max())) if running else float(block.max())
     factor = math.exp(m - m_new) if not upside_down else 0.0 if m == -math.inf else math.exp(m_new - m)
-    new_part = float(np.exp(block - m_new if shift else block).sum())
+    against = {"new": m_new, "old": m, "block": float(block.max())}[new_against]  # what the new block is measured by
+    new_part = float(np.exp(block - against if shift else block).sum())
     if rescale_new:
         total = total + factor * new_part
     else:
@@ -257,7 +270,7 @@ _NAN_FIRST = ("l_new is NaN after the first block: there m = -inf, so a factor e
               "before the first block and at most 1 after (section 3)")
 _BLOCK_ONLY = ("m_new is the block's max only; the running max must also remember the earlier blocks, which were "
                "larger in one of the test rows")
-UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
+UPDATE_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
     ({"rescale": False}, _RESCALE),
     ({"shift": False}, _SHIFT),
     ({"shift": False, "rescale": False}, _SHIFT + "; and you forgot to rescale l when the max grows"),
@@ -267,6 +280,12 @@ UPDATE_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
     ({"upside_down": True}, _UPSIDE_DOWN),
     ({"stale": True}, "you returned the old m, not m_new: the next step must start from the maximum of everything "
                       "read so far, so return the new running maximum"),
+    ({"new_against": "old"}, "you measured the new block against the OLD maximum, exp(block - m): the new terms must "
+                              "be measured against m_new, like the rescaled old sum, so sum(exp(block - m_new)). "
+                              "Before the first block m = -inf, so exp(block - m) is inf"),
+    ({"new_against": "block"}, "you measured the new block against its own maximum, exp(block - max(block)): "
+                                "every term of l must be measured against the same number, the running maximum "
+                                "m_new, so sum(exp(block - m_new))"),
     ({"rescale_new": True}, "you put the factor exp(m - m_new) on the new block's sum; it belongs on the OLD sum l, "
                             "which was measured against m. The new block is already measured against m_new"),
 )
@@ -329,6 +348,7 @@ def check_online_update(update: Any) -> Verdict:
 def _tiled_variant(
     q: Floats, k: Floats, v: Floats, block_size: int, rescale: bool = True, normalise: bool = True,
     scale: bool = True, upside_down: bool = False, drop_last: bool = False, divide_each_step: bool = False,
+    scale_width: str = "d",
 ) -> Floats:
     """Tiled attention with one step optionally left out or wrong (to recognise that mistake):
     ``upside_down`` rescales by ``exp(m_new - m)`` (guarded so that the first block is not NaN),
@@ -341,7 +361,7 @@ def _tiled_variant(
     for start in range(0, S - S % block_size if drop_last else S, block_size):
         s = q @ np.swapaxes(k[..., start : start + block_size, :], -1, -2)
         if scale:
-            s = s / math.sqrt(q.shape[-1])
+            s = s / math.sqrt(q.shape[-1] if scale_width == "d" else v.shape[-1])
         new_max = np.maximum(running_max, s.max(axis=-1))
         if upside_down:
             factor = np.where(np.isneginf(running_max), 0.0, np.exp(new_max - np.where(np.isneginf(running_max), 0.0,
@@ -362,6 +382,12 @@ _TILED_UPSIDE_DOWN = ("your rescale factor is upside down: exp(m_new - m) grows 
                       "(sections 3 and 4)")
 
 
+_TILED_NAN = ("your output holds NaN or inf. Before the first block m = -inf, so anything computed against the OLD "
+              "maximum there, exp(x - m), is exp(+inf) = inf. Two places can do it: the block's exponentials must "
+              "be p = exp(scores - m_new), measured against the NEW maximum, not exp(scores - m); and the rescale "
+              "factor is exp(m - m_new) (0 before the first block), not exp(m_new - m)")
+
+
 def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, block_size: int) -> Verdict:
     right = attention(q, k, v)[0]
     if same(a, right):
@@ -375,6 +401,9 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
         (lambda: _tiled_variant(q, k, v, block_size, normalise=False),
          "you forgot the final division: the accumulated output must be divided by the running sum l"),
         (lambda: _tiled_variant(q, k, v, block_size, scale=False), "you forgot the 1/sqrt(d) scale on the scores"),
+        (lambda: _tiled_variant(q, k, v, block_size, scale_width="v") if q.shape[-1] != v.shape[-1] else None,
+         "you scaled the scores by 1/sqrt(d_v), the width of the values; the scale is 1/sqrt(d), the width of "
+         "q and k, whose dot products the scores are: q.shape[-1]"),
         (lambda: _tiled_variant(q, k, v, block_size, upside_down=True), _TILED_UPSIDE_DOWN),
         (lambda: _tiled_variant(q, k, v, block_size, divide_each_step=True),
          "you divide the running output by the running sum in every step, but the old output was already divided by "
@@ -382,8 +411,8 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
          "the output un-divided and divide once after the loop"),
         (lambda: _tiled_variant(q, k, v, block_size, drop_last=True) if S % block_size else None,
          f"your loop drops the short last block of keys: with S = {S} and blocks of {block_size} the last block "
-         f"holds {S % block_size} key(s). Loop with range(0, S, block_size): slicing past the end simply gives a "
-         "shorter block, as in section 4's loop"),
+         f"holds {S % block_size} key(s). Loop with range(0, S, block_size): a slice that runs past the end simply "
+         "gives a shorter block"),
         (lambda: right[..., :whole_queries, :] if T % block_size else None,
          f"your loop drops the short last block of queries: with T = {T} and blocks of {block_size} the last "
          f"{T % block_size} quer(ies) are missing; every query needs its output row"),
@@ -396,11 +425,18 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
         return failed(question, mistake)
     if a.shape != right.shape:
         return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
-    if np.isnan(a).any():
-        return failed(question, "your output holds NaN. Before the first block m = -inf: a factor exp(m_new - m) "
-                                "is exp(+inf) = inf, and 0 x inf = NaN. Is your rescale factor upside down? It is "
-                                "exp(m - m_new), 0 before the first block and at most 1 after")
-    return failed(question, "expected the same numbers as attention(q, k, v)[0]")
+    if not np.isfinite(a).all():
+        return failed(question, _TILED_NAN)
+    with np.errstate(all="ignore"):
+        ratio = a / right  # (..., T, d_v): constant along each row when only the divisor l is wrong
+    one_factor_per_row = np.isfinite(ratio).all() and np.abs(ratio).min() > 1e-6
+    if one_factor_per_row and np.allclose(ratio, ratio[..., :1], rtol=1e-6, atol=1e-9):
+        return failed(question, "each output row is the right row times a wrong number: the running output is right, "
+                                "the running sum l you divide by is not. l holds one number per query: p summed over "
+                                "the keys of the block, p.sum(axis=-1), rescaled like the output")
+    return failed(question, "right shape, wrong numbers: not the same as attention(q, k, v)[0]. Check one step at a "
+                            "time against section 3: the scores of the block, m_new, the factor exp(m - m_new), "
+                            "p = exp(scores - m_new), then l and the output")
 
 
 def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> Verdict:
@@ -465,6 +501,10 @@ def check_tiled_attention(tiled: Any) -> Verdict:
             if "raised" in returned.message and _uses_dot_t(tiled):
                 return failed(question, returned.message + "; .T reverses EVERY axis of an array with leading axes: "
                                                            "use np.swapaxes(x, -1, -2)")
+            if "raised" in returned.message and "broadcast" in returned.message:
+                return failed(question, returned.message + ". m and l hold one number per query, shape (..., T): "
+                              "reduce a (..., T, block) tile over its LAST axis (axis=-1), and give a (..., T) array "
+                              "a last axis of length 1, m_new[..., None], before it meets a tile or the output")
             return returned
         kind = same_kind(question, returned, q)
         if kind is not None:
@@ -500,7 +540,8 @@ def check_tiled_attention(tiled: Any) -> Verdict:
 # ----- the tile of the backward pass ---------------------------------------------------------------
 def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *,
                   weights: str = "lse", d_term: str = "row", shape: str = "right", scale_scores: bool = True,
-                  scale_grads: bool = True, d: int | None = None) -> tuple[Floats, Floats, Floats]:
+                  scale_grads: bool = True, d: int | None = None, scale_dq: bool = True, scale_dk: bool = True,
+                  scale_dv: bool = False) -> tuple[Floats, Floats, Floats]:
     """One tile's shares ``(dq, dk, dv)``, or a known mistake: ``weights`` "lse" (right), "exp" (no
     logsumexp subtracted), "softmax" (a softmax over the tile's keys only); ``d_term`` "row" (right),
     "tile" (D summed over this tile's keys only), "none" (dz = p * dp), "no_p" (dz = dp - D), "sign";
@@ -519,7 +560,10 @@ def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_
     D = {"tile": (p * dp).sum(axis=-1), "row": row_dot}.get(d_term, row_dot)[..., None]
     dz = {"none": p * dp, "no_p": dp - D, "sign": p * (D - dp)}.get(d_term, p * (dp - D))
     g = scale if scale_grads else 1.0
-    return g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q), np.swapaxes(p, -1, -2) @ do
+    dq, dk = g * (dz @ k), g * (np.swapaxes(dz, -1, -2) @ q)
+    dv = np.swapaxes(p, -1, -2) @ do
+    dq, dk = dq * (1.0 if scale_dq else 1 / scale), dk * (1.0 if scale_dk else 1 / scale)
+    return dq, dk, dv * (scale if scale_dv else 1.0)
 
 
 # (leading axes, t queries, n keys, d, d_v) of the tiles the checker hands over: the first is the
@@ -556,6 +600,12 @@ _TILE_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
     ({"d_term": "sign"}, "the sign of dz is flipped: dz = p * (dp - row_dot_i), not p * (row_dot_i - dp)"),
     ({"scale_scores": False}, "you forgot the 1/sqrt(d) scale on the scores before exp: the forward's lse_i was "
                               "computed from scaled scores"),
+    ({"scale_dq": False}, "dk and dv are right, but dq misses the factor c = 1/sqrt(d): the scores are c q k^T, so "
+                          "dq_i = c (dz @ k_j), like dk_j = c (dz^T @ q_i)"),
+    ({"scale_dk": False}, "dq and dv are right, but dk misses the factor c = 1/sqrt(d): the scores are c q k^T, so "
+                          "dk_j = c (dz^T @ q_i), like dq_i = c (dz @ k_j)"),
+    ({"scale_dv": True}, "dq and dk are right, but dv has a factor c = 1/sqrt(d) it should not have: O = P V holds "
+                         "no scale, so dv_j = p^T @ do_i; the scale only enters through the scores, in dq and dk"),
     ({"scale_grads": False}, "dq and dk miss the factor 1/sqrt(d): the scores are scale * q k^T, so the chain rule "
                              "brings the scale into both"),
 )
@@ -621,6 +671,11 @@ def check_tile_grads(tile_grads: Any) -> Verdict:
             if "raised" in result.message and _uses_dot_t(tile_grads):
                 return failed(question, result.message + "; .T reverses EVERY axis of an array with leading axes: "
                                                          "use np.swapaxes(x, -1, -2)")
+            if "raised" in result.message and "broadcast" in result.message:
+                return failed(question, result.message + ". lse_i and row_dot_i hold one number per query, shape "
+                              "(..., t); against a (..., t, n) tile they need a last axis of length 1, "
+                              "lse_i[..., None], so that each query's number meets its own row (without it NumPy "
+                              "lines the t numbers up with the n keys)")
             return result
         verdict = _judge_tile(question, result, problem)
         if verdict is None:
@@ -651,3 +706,225 @@ def _source(function: Any) -> str:
         return inspect.getsource(function)
     except (OSError, TypeError):
         return ""
+
+
+# ----- counting what a causal mask keeps (Your turns 4 and 5) --------------------------------------
+def _whole_count(question: str, answer: Any, what: str) -> int | Verdict:
+    """The learner's count as an int; a float gets a message that names the type, whatever produced it."""
+    value = number_answer(question, answer, what)
+    if isinstance(value, Verdict):
+        return value
+    if isinstance(answer, (float, np.floating)) or (hasattr(answer, "dtype") and answer.dtype.kind in "fc"):
+        return failed(question, f"{value:g} is a float; the question asks for a count, a whole number: write it as an "
+                                "int (a float can come from a literal like 560.0, from `/`, or from math functions; "
+                                "int(...) or `//` gives an int)")
+    n = int_answer(question, answer, what)
+    return n
+
+
+def kept_entries(B: int, h: int, T: int, S: int) -> int:
+    """How many entries of a ``(B, h, T, S)`` weights tensor a bottom-right causal mask allows
+    (``mha_numpy.causal_mask(T, S)``: query ``t`` sees ``S - T + t + 1`` positions)."""
+    B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
+    if S < T:
+        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), "
+                         f"got {T=}, {S=}")
+    return B * h * sum(S - T + t + 1 for t in range(T))
+
+
+def check_kept_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
+    """Question "kept entries": how many of the ``B*h*T*S`` weights a causal mask lets through when the
+    ``T`` queries are the last ``T`` of ``S`` positions (``S - T`` cached tokens before them).
+
+    Recognises: every entry counted, the masked entries counted, the mask aligned top-left (the cache
+    forgotten), a query not seeing itself, one position too many, one head or one sequence only, all
+    ``S`` positions taken as queries, half of the entries, a float.
+    """
+    question = "kept entries"
+    right = kept_entries(B, h, T, S)
+    what = "one whole number: how many weights the causal mask lets through"
+    if answer is None:
+        return unanswered(question, "replace None with " + what)
+    n = _whole_count(question, answer, what)
+    if isinstance(n, Verdict):
+        return n
+    if n == right:
+        return passed(question, f"{right} of the {B * h * T * S} entries: query t sees the {S - T} cached positions "
+                                f"and t + 1 new ones, in every head of every sequence")
+    full, per_map = B * h * T * S, right // (B * h)
+    mistake = first_match(n, [
+        (full, "that counts every entry of the (B, h, T, S) tensor, masked ones included; count only the ones the "
+               "causal mask lets through"),
+        (full - right, "that counts the entries the mask BLOCKS; the question asks for the ones it lets through"),
+        (B * h * T * (T + 1) // 2, f"that is a mask aligned top-left, as if there were no cache (query t sees t + 1 "
+                                   f"positions); here the T queries are the last T of the S positions, so query t "
+                                   f"also sees the {S - T} cached ones"),
+        (B * h * sum(S - T + t for t in range(T)), "one too few per query: causal means every position up to AND "
+                                                   "including the query's own"),
+        (B * h * sum(S - T + t + 2 for t in range(T)), "one too many per query: query t sees positions 0 .. S - T + t, "
+                                                       "that is S - T + t + 1 of them"),
+        (per_map, "that is one (T, S) mask; the weights tensor holds one per head and per sequence"),
+        (h * per_map, "that is one sequence; the batch holds B of them"),
+        (B * per_map, "that is one head; every one of the h heads has its own weights"),
+        (B * h * S * (S + 1) // 2, "that counts all S positions as queries; only the T new ones are queries here"),
+        (full // 2, "half of the entries is the rough count for long sequences; count exactly: query t sees "
+                    "S - T + t + 1 positions"),
+    ])
+    return failed(question, mistake or f"{n} is not it: count, for each of the T queries, how many of the S positions "
+                                       "it may see, then multiply by the heads and the sequences")
+
+
+def visited_tiles(T: int, S: int, query_block: int, block: int) -> int:
+    """How many ``(query block, key block)`` tiles of a bottom-right causal ``(T, S)`` mask hold at least one
+    allowed pair (the tiles a loop that skips fully masked tiles computes)."""
+    T, S, query_block, block = (check_int(name, value) for name, value in
+                                (("T", T), ("S", S), ("query_block", query_block), ("block", block)))
+    if S < T:
+        raise ValueError(f"a causal mask needs S >= T (the T queries are the last T of the S positions), "
+                         f"got {T=}, {S=}")
+    count = 0
+    for start in range(0, T, query_block):
+        last_query = min(start + query_block, T) - 1
+        count += (S - T + last_query) // block + 1  # key blocks that start at or before the last key it sees
+    return count
+
+
+def check_visited_tiles(answer: Any, *, T: int, S: int, query_block: int, block: int) -> Verdict:
+    """Question "visited tiles": how many tiles a causal tiled loop computes (it skips the tiles whose every
+    pair is masked), with query blocks of ``query_block`` and key blocks of ``block``.
+
+    Recognises: every tile, half of them, the skipped tiles, only the fully allowed tiles, the triangle
+    count of square tiles (with either block size), a float.
+    """
+    question = "visited tiles"
+    right = visited_tiles(T, S, query_block, block)
+    what = "one whole number: how many tiles the causal loop computes"
+    if answer is None:
+        return unanswered(question, "replace None with " + what)
+    n = _whole_count(question, answer, what)
+    if isinstance(n, Verdict):
+        return n
+    rows, cols = -(-T // query_block), -(-S // block)
+    if n == right:
+        return passed(question, f"{right} of the {rows} x {cols} = {rows * cols} tiles: the ones on the diagonal are "
+                                "partly masked and still computed, the ones above it are skipped")
+    allowed = causal_mask(T, S)
+    full_tiles = sum(bool(allowed[i : i + query_block, j : j + block].all())
+                     for i in range(0, T, query_block) for j in range(0, S, block))
+    skipped = rows * cols - right
+    skipped_message = "that counts the tiles the loop SKIPS; the question asks for the ones it computes"
+    full_message = ("you counted only the tiles where every pair is allowed; a tile on the diagonal is partly "
+                    "masked, but it holds allowed pairs, so the loop must compute it")
+    if full_tiles == skipped:  # a square grid split by its diagonal: both mistakes give the same number
+        skipped_message = full_message = (f"{n} is both the number of tiles the loop skips and the number whose every "
+                                          "pair is allowed; the loop computes the fully allowed tiles AND the partly "
+                                          "masked ones the diagonal crosses")
+    mistake = first_match(n, [
+        (rows * cols, "that is every tile; the loop skips a tile whose every pair is masked, and the causal mask "
+                      "masks every pair of the tiles above the diagonal"),
+        (skipped, skipped_message),
+        (full_tiles, full_message),
+        (rows * cols // 2, "half of the tiles is the rough count; the tiles the diagonal crosses are computed too, "
+                           "so it is more than half: count per query block"),
+        (rows * (rows + 1) // 2, f"that is the triangle of a grid of square tiles, {rows} x {rows}; here a tile "
+                                 f"is {query_block} queries by {block} keys, so a row of tiles has {cols} key "
+                                 "blocks: count per query block"),
+        (cols * (cols + 1) // 2, f"that is the triangle of a grid of square tiles, {cols} x {cols}; here a query "
+                                 f"block holds {query_block} queries, not {block}, so there are {rows} rows of "
+                                 "tiles: count per query block"),
+    ])
+    return failed(question, mistake or f"{n} is not it: for each query block, find the last key its last query may "
+                                       "see; every key block that starts at or before that key is computed")
+
+
+# ----- SDPA for a batch of caches of different lengths (Your turn 6) --------------------------------
+def _padded_mask(B: int, T: int, S: int, pad: list[int], *, causal: str = "bottom", padding: str = "left",
+                 own: bool = True) -> NDArray[np.bool_]:
+    """The ``(B, 1, T, S)`` mask: causal (``"bottom"`` right, ``"top"`` left, ``"none"``) and real positions
+    (``"left"`` padding at the start, ``"right"`` at the end, ``"none"`` padding ignored)."""
+    if causal == "bottom":
+        order = causal_mask(T, S) if own else causal_mask(T, S) & ~np.eye(T, S, k=S - T, dtype=bool)
+    elif causal == "top":
+        order = np.tril(np.ones((T, S), dtype=bool))
+    else:
+        order = np.ones((T, S), dtype=bool)
+    positions = np.arange(S)
+    pads = np.asarray(pad)[:, None]
+    real = {"left": positions >= pads, "right": positions < S - pads}.get(padding, np.ones((B, S), dtype=bool))
+    return np.asarray(order[None, None] & real[:, None, None, :])
+
+
+def check_padded_decoding(answer: Any, q: Any, k: Any, v: Any, pad: Any) -> Verdict:
+    """Question "padded decoding": ``scaled_dot_product_attention`` for a batch of sequences whose caches
+    hold different numbers of tokens. Every sequence's ``S`` slots end with its ``T`` new tokens; sequence
+    ``b`` starts with ``pad[b]`` padding slots (left padding) that no query may see. Each new query sees the
+    real positions up to its own.
+
+    Recognises: the padding ignored (causal only), the causal mask left out (padding only), no mask,
+    ``is_causal=True`` (top-left), the padding on the wrong side, a ``(B, T, S)`` mask that lines the
+    batch up with the heads, the mask inverted, a 0/1 float mask, a query that cannot see itself, a NumPy
+    array instead of SDPA's tensor.
+    """
+    question = "padded decoding"
+    qf = reference_array("q", q, "(B, h, T, d)", rank=4)
+    kf = reference_array("k", k, "(B, h, S, d)", rank=4)
+    vf = reference_array("v", v, "(B, h, S, d_v)", rank=4)
+    pads = [check_int("pad", p, low=0) for p in np.asarray(pad).reshape(-1)]
+    B, T, S = qf.shape[0], qf.shape[2], kf.shape[2]
+    if len(pads) != B:
+        raise ValueError(f"pad must hold one number of padding slots per sequence, B = {B} of them, got {len(pads)}")
+    if max(pads) > S - T:
+        raise ValueError(f"pad may not reach the T = {T} new tokens: each must be at most S - T = {S - T}, got {pads}")
+    a = array_answer(question, answer, "the output tensor of F.scaled_dot_product_attention, shape (B, h, T, d_v)")
+    if isinstance(a, Verdict):
+        return a
+    scores = qf @ np.swapaxes(kf, -1, -2) / math.sqrt(qf.shape[-1])  # (B, h, T, S)
+
+    def attend(mask: Any) -> Floats:
+        with np.errstate(all="ignore"):
+            return np.nan_to_num(_attend(np.where(mask, scores, -np.inf), vf))
+
+    right_mask = _padded_mask(B, T, S, pads)
+    right = attend(right_mask)
+    if same(a, right):
+        if hasattr(q, "detach") and not hasattr(answer, "detach"):
+            return failed(question, f"expected the torch tensor F.scaled_dot_product_attention returns, got "
+                                    f"{type(answer).__name__}: call SDPA and keep its output as it is")
+        return passed(question, f"shape {right.shape}: each new query sees the real positions up to its own, and no "
+                                "padding slot, in every head")
+    mistake = first_match(a, [
+        (lambda: attend(_padded_mask(B, T, S, pads, padding="none")),
+         "your mask is causal but lets the queries see the padding slots at the start of the shorter cache: combine "
+         "it (with &) with a per-sequence mask of the real positions"),
+        (lambda: attend(_padded_mask(B, T, S, pads, causal="none")),
+         "your mask hides the padding but is not causal: the first new token may not see the second; combine the "
+         "padding mask (with &) with the causal one"),
+        (lambda: attend(np.ones((1, 1, T, S), dtype=bool)),
+         "that is attention without any mask: pass one as attn_mask"),
+        (lambda: attend(_padded_mask(B, T, S, pads, causal="top", padding="none")),
+         "that is is_causal=True (or a top-left tril): query t sees positions 0..t only, and the padding is not "
+         "masked either; here the new queries are the last T of the S slots"),
+        (lambda: attend(_padded_mask(B, T, S, pads, causal="top")),
+         "your causal part is aligned top-left (query t sees positions 0..t); the new queries are the last T of the S "
+         "slots, so query t sees slots up to S - T + t"),
+        (lambda: attend(_padded_mask(B, T, S, pads, padding="right")),
+         "your padding is on the wrong side: the shorter cache is padded at the START (left), slots 0 .. pad - 1, "
+         "so that every sequence's new tokens are its last T slots"),
+        (lambda: attend(right_mask[:, 0][None]),
+         "your mask has shape (B, T, S): SDPA lines its axes up from the right with (B, h, T, S), so the batch axis "
+         "sat where the heads are. Give it a head axis of length 1: shape (B, 1, T, S)"),
+        (lambda: attend(~right_mask), "the mask is inverted: for SDPA True means take part"),
+        (lambda: attend(_padded_mask(B, T, S, pads, own=False)),
+         "in your mask a query cannot see itself: causal means every slot up to AND including the query's own"),
+        (lambda: _attend(scores + right_mask, vf), "a float mask is ADDED to the scores (0 or 1 here), it blocks "
+                                                   "nothing; give SDPA a boolean mask, True = take part"),
+    ])
+    if mistake is not None:
+        return failed(question, mistake)
+    if a.shape != right.shape:
+        return failed(question, f"expected shape (B, h, T, d_v) = {right.shape}, got {a.shape}")
+    if np.isnan(a).any():
+        return failed(question, "some rows are NaN: those queries could attend to nothing; which slots does your "
+                                "mask allow?")
+    return failed(question, "right shape, wrong numbers: compare, for each sequence and each new query, the slots your "
+                            "mask allows with the real slots up to the query's own")

@@ -271,7 +271,9 @@ MISTAKES: list[Mistake] = [
         "returned float64",
     ),
     # ----- Your turn 4: Llama 3.1 405B's cache -----------------------------------------------------------
-    Mistake("06 YT4 Llama 3.1 405B cache", "h = 128 query heads", llama(LLAMA_RIGHT * 16), "you used h=128 query heads"),
+    Mistake(
+        "06 YT4 Llama 3.1 405B cache", "h = 128 query heads", llama(LLAMA_RIGHT * 16), "you used h=128 query heads"
+    ),
     Mistake("06 YT4 Llama 3.1 405B cache", "no factor 2 for K and V", llama(LLAMA_RIGHT // 2), "factor 2"),
     Mistake("06 YT4 Llama 3.1 405B cache", "one layer", llama(LLAMA_RIGHT // 126), "one layer's share"),
     Mistake(

@@ -118,6 +118,19 @@ def test_cache_halved_names_both_possible_slips() -> None:
     assert "elements, not bytes" in elements and "factor 2" not in elements
 
 
+def test_cache_diagnoses_are_ranked_and_not_repeated() -> None:
+    # x8 for Llama 2 70B: h for h_kv (g = 8) comes before bits; the two names of "bits" are one message.
+    message = not_yet(check_cache_bytes(RIGHT_70B * 8, LLAMA2_70B, **SERVED), RIGHT_70B)
+    assert message.index("h=64 query heads") < message.index("size in bits")
+    assert message.count("size in bits") == 1 and "that is bits" not in message  # one message for both names
+    # An 8-bit cache: 16-bit elements is its own diagnosis, not a list of guesses.
+    mistral = kv_cache.MODELS["Mistral 7B v0.1"]
+    right = 2 * 32 * 8 * 128 * 4096 * 12
+    two_bytes = not_yet(check_cache_bytes(right * 2, mistral, tokens=6000, batch=12, bytes_per_element=1), right)
+    assert two_bytes.startswith(f"{right * 2} is not right: you took 2 bytes per element (16-bit)")
+    assert "1 bytes" not in two_bytes
+
+
 def test_cache_rejects_a_bad_preset() -> None:
     with pytest.raises(TypeError, match="ModelPreset"):
         check_cache_bytes(RIGHT_70B, "Llama 2 70B", **SERVED)  # type: ignore[arg-type]
@@ -199,22 +212,26 @@ def test_kv_head_function() -> None:
     assert check_kv_head_function(lambda h, h_kv: (np.arange(h) // (h // h_kv)).tolist()).ok
     assert check_kv_head_function(lambda h, h_kv: torch.arange(h) // (h // h_kv)).ok
     assert check_kv_head_function(lambda h, h_kv: np.repeat(np.arange(h_kv), h // h_kv)).ok
-    right = mapping_right(8, 2)
+    right = mapping_right(12, 3)  # the first size tried: g=4, h_kv=3 and 2 all differ
     tiled = not_yet(check_kv_head_function(mapping_tiled), right)
-    assert tiled.startswith("for h=8, h_kv=2: ") and "tiled order" in tiled
-    assert "divided by h_kv=2" in not_yet(check_kv_head_function(mapping_by_h_kv), right)
+    assert tiled.startswith("for h=12, h_kv=3: ") and "tiled order" in tiled
+    assert "divided by h_kv=3" in not_yet(check_kv_head_function(mapping_by_h_kv), right)
     assert "from 1" in not_yet(check_kv_head_function(lambda h, h_kv: mapping_right(h, h_kv) + 1), right)
     floats = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / (h // h_kv) // 1), right)
     assert "these are floats (dtype float64)" in floats and "asks for integers" in floats
     floats = not_yet(check_kv_head_function(lambda h, h_kv: [float(i // (h // h_kv)) for i in range(h)]), right)
     assert "these are floats" in floats
 
-    only_8_2 = not_yet(check_kv_head_function(lambda h, h_kv: [0, 0, 0, 0, 1, 1, 1, 1]), mapping_right(6, 3))
-    assert only_8_2.startswith("for h=6, h_kv=3: [0, 0, 0, 0, 1, 1, 1, 1] is the right answer for h=8, g=4")
+    only_8_2 = not_yet(check_kv_head_function(lambda h, h_kv: [0, 0, 0, 0, 1, 1, 1, 1]), right)
+    assert only_8_2.startswith("for h=12, h_kv=3: [0, 0, 0, 0, 1, 1, 1, 1] is the right answer for h=8, g=4")
+    two = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) // 2), right)  # "// 2" is not "// h_kv"
+    assert "g=2 is written into your function" in two and "divided by h_kv" not in two
+    by_h_kv_times = not_yet(check_kv_head_function(lambda h, h_kv: np.repeat(np.arange(h_kv), h_kv)), right)
+    assert "you repeated each K/V head h_kv=3 times" in by_h_kv_times and "written into" not in by_h_kv_times
     g_written_in = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) // 4), mapping_right(6, 3))
     assert "g=4 is written into your function" in g_written_in and "compute g from heads and kv_heads" in g_written_in
-    raised = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h).reshape(3, -1)[0]), right)
-    assert raised.startswith("for h=8, h_kv=2: ") and "take every size from the function's arguments" in raised
+    raised = not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h).reshape(5, -1)[0]), right)
+    assert raised.startswith("for h=12, h_kv=3: ") and "take every size from the function's arguments" in raised
     assert "returned None" in not_yet(check_kv_head_function(lambda h, h_kv: print(end="")), right)
     assert "raised ZeroDivisionError" in not_yet(check_kv_head_function(lambda h, h_kv: h // 0), right)
     assert "integers" in not_yet(check_kv_head_function(lambda h, h_kv: np.arange(h) / 4), right)

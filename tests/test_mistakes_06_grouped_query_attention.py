@@ -1,11 +1,13 @@
 """Typical mistakes in lesson 06 (Grouped-query attention) and the diagnosis each must get.
 
 The exercises' inputs are those of the notebook: the checkers' own sizes for the two function
-exercises (Your turns 1 and 3), the keys ``(1, 2, 5, 3)`` of Your turn 2 with ``g = 3``, and the
-presets of Llama 2 70B and Mistral 7B v0.1 (their official configs) for Your turns 4 and 5. The wrong
-answers include the ones issues 19 and 28 list: a call of ``kv_head_of_query`` or ``pool_kv_columns``
-(which the exercises ask the learner to write), whole floats where ints are asked, sizes written into a
-function (``g = 4``, the notebook's ``d_h``), 4-byte elements, bits for bytes, and a sliding window
+exercises (Your turns 1 and 3), the keys ``(1, 2, 5, 3)`` of Your turn 2 with ``g = 3``, Llama 3.1
+405B's config (4 conversations of 32768 tokens, 16-bit) for Your turn 4 and the preset of Mistral 7B
+v0.1 with an 8-bit cache (12 conversations of 6000 tokens) for Your turn 5. The wrong answers include
+the ones issues 19 and 28 and the blind trials list: a call of ``kv_head_of_query`` or
+``pool_kv_columns`` (which the exercises ask the learner to write), whole floats where ints are asked,
+sizes written into a function (``g = 4``, ``// 2``, the notebook's ``d_h``), each K/V head repeated
+``h_kv`` times, a mean over the wrong axis, 4-byte elements, bits for bytes, and a sliding window
 counted as ``W - 1`` or ``W + 1`` tokens.
 """
 
@@ -22,11 +24,14 @@ from lessons_lib import gqa_numpy, kv_cache
 from lessons_lib.checks import grouped_query_attention as checks
 
 MISTRAL = kv_cache.MODELS["Mistral 7B v0.1"]
-LLAMA_70B = kv_cache.MODELS["Llama 2 70B"]
+LLAMA_405B = kv_cache.ModelPreset(  # as the notebook's check cell builds it
+    "Llama 3.1 405B", layers=126, hidden_size=16384, heads=128, kv_heads=8,
+    source="https://huggingface.co/meta-llama/Llama-3.1-405B/blob/main/config.json",
+)
 KEYS = np.random.default_rng(4).normal(size=(1, 2, 5, 3))  # (B, h_kv, S, d_h), as in the notebook
 G = 3
-LLAMA_RIGHT = 2 * 80 * 8 * 128 * 4096 * 16 * 2
-MISTRAL_RIGHT = 2 * 32 * 8 * 128 * 4096 * 8 * 2
+LLAMA_RIGHT = 2 * 126 * 8 * 128 * 32768 * 4 * 2
+MISTRAL_RIGHT = 2 * 32 * 8 * 128 * 4096 * 12 * 1  # min(6000, W = 4096) tokens kept, 1 byte per element
 NOTEBOOK_D_H = 4  # d_h in the kernel when Your turn 3 runs (section 4's D = 16, h = 4)
 
 
@@ -39,7 +44,7 @@ def repeated(answer: Any) -> Any:
 
 
 def llama(answer: Any) -> Any:
-    return lambda: checks.check_cache_bytes(answer, LLAMA_70B, tokens=4096, batch=16)
+    return lambda: checks.check_cache_bytes(answer, LLAMA_405B, tokens=32768, batch=4)
 
 
 def pool(function: Any) -> Any:
@@ -47,7 +52,7 @@ def pool(function: Any) -> Any:
 
 
 def mistral(answer: Any) -> Any:
-    return lambda: checks.check_cache_bytes(answer, MISTRAL, tokens=8192, batch=8)
+    return lambda: checks.check_cache_bytes(answer, MISTRAL, tokens=6000, batch=12, bytes_per_element=1)
 
 
 def pool_right(w: Any, heads: int, kv_heads: int) -> Any:
@@ -133,7 +138,25 @@ MISTAKES: list[Mistake] = [
         "06 YT1 K/V head function",
         "divided by h",
         mapping(lambda h, h_kv: np.arange(h) // h),
-        "you divided by h=8",
+        "you divided by h=12",
+    ),
+    Mistake(
+        "06 YT1 K/V head function",
+        "each K/V head repeated h_kv times (blind trial)",
+        mapping(lambda h, h_kv: np.repeat(np.arange(h_kv), h_kv)),
+        "you repeated each K/V head h_kv=3 times",
+    ),
+    Mistake(
+        "06 YT1 K/V head function",
+        "each K/V head repeated h times",
+        mapping(lambda h, h_kv: np.repeat(np.arange(h_kv), h)),
+        "you repeated each K/V head h=12 times",
+    ),
+    Mistake(
+        "06 YT1 K/V head function",
+        "// 2 hard-coded (blind trial)",
+        mapping(lambda h, h_kv: np.arange(h) // 2),
+        "g=2 is written into your function",
     ),
     Mistake(
         "06 YT1 K/V head function",
@@ -215,6 +238,24 @@ MISTAKES: list[Mistake] = [
         pool(lambda w, h, k: w.reshape(w.shape[0], h, -1).mean(axis=1)),
         "averaged all h heads into one",
     ),
+    Mistake(
+        "06 YT3 mean pooling",
+        ".mean(axis=1) after the reshape (blind trial)",
+        pool(lambda w, h, k: w.reshape(w.shape[0], k, h // k, -1).mean(axis=1).reshape(w.shape[0], -1)),
+        "you averaged over axis 1, the h_kv axis",
+    ),
+    Mistake(
+        "06 YT3 mean pooling",
+        ".mean(axis=1), not put side by side",
+        pool(lambda w, h, k: w.reshape(w.shape[0], k, h // k, -1).mean(axis=1)),
+        "you averaged over axis 1, the h_kv axis",
+    ),
+    Mistake(
+        "06 YT3 mean pooling",
+        "mean over the features of each head",
+        pool(lambda w, h, k: w.reshape(w.shape[0], k, h // k, -1).mean(axis=3).reshape(w.shape[0], -1)),
+        "averaged the d_h features inside each head",
+    ),
     Mistake("06 YT3 mean pooling", "D hard-coded", pool(pool_d_hard_coded), "take D and d_h from w.shape"),
     Mistake("06 YT3 mean pooling", "the notebook's d_h", pool(pool_notebook_d_h), "not from the notebook's variables"),
     Mistake(
@@ -229,27 +270,38 @@ MISTAKES: list[Mistake] = [
         pool(lambda w, h, k: pool_right(w, h, k).astype(np.float64)),
         "returned float64",
     ),
-    # ----- Your turn 4: Llama 2 70B's cache --------------------------------------------------------------
-    Mistake("06 YT4 Llama 2 70B cache", "h = 64 query heads", llama(LLAMA_RIGHT * 8), "you used h=64 query heads"),
-    Mistake("06 YT4 Llama 2 70B cache", "no factor 2 for K and V", llama(LLAMA_RIGHT // 2), "factor 2"),
-    Mistake("06 YT4 Llama 2 70B cache", "one layer", llama(LLAMA_RIGHT // 80), "one layer's share"),
+    # ----- Your turn 4: Llama 3.1 405B's cache -----------------------------------------------------------
     Mistake(
-        "06 YT4 Llama 2 70B cache", "elements, not bytes", llama(LLAMA_RIGHT // 2), "you counted elements, not bytes"
+        "06 YT4 Llama 3.1 405B cache", "h = 128 query heads", llama(LLAMA_RIGHT * 16), "you used h=128 query heads"
     ),
-    Mistake("06 YT4 Llama 2 70B cache", "one conversation", llama(LLAMA_RIGHT // 16), "the cache of one sequence"),
-    Mistake("06 YT4 Llama 2 70B cache", "in GiB", llama(LLAMA_RIGHT / 2**30), "in GiB"),
-    Mistake("06 YT4 Llama 2 70B cache", "a whole float from /", llama(float(LLAMA_RIGHT)), "is a float"),
+    Mistake("06 YT4 Llama 3.1 405B cache", "no factor 2 for K and V", llama(LLAMA_RIGHT // 2), "factor 2"),
+    Mistake("06 YT4 Llama 3.1 405B cache", "one layer", llama(LLAMA_RIGHT // 126), "one layer's share"),
     Mistake(
-        "06 YT4 Llama 2 70B cache",
-        "d_h = hidden_size / h_kv = 1024",
-        llama(2 * 80 * 8 * 1024 * 4096 * 16 * 2),
+        "06 YT4 Llama 3.1 405B cache", "elements, not bytes", llama(LLAMA_RIGHT // 2), "you counted elements, not bytes"
+    ),
+    Mistake("06 YT4 Llama 3.1 405B cache", "one conversation", llama(LLAMA_RIGHT // 4), "the cache of one sequence"),
+    Mistake("06 YT4 Llama 3.1 405B cache", "in GiB", llama(LLAMA_RIGHT / 2**30), "in GiB"),
+    Mistake("06 YT4 Llama 3.1 405B cache", "a whole float from /", llama(float(LLAMA_RIGHT)), "is a float"),
+    Mistake(
+        "06 YT4 Llama 3.1 405B cache",
+        "d_h = hidden_size / h_kv = 2048",
+        llama(2 * 126 * 8 * 2048 * 32768 * 4 * 2),
         "(or the full width D = h x d_h)",
     ),
-    Mistake("06 YT4 Llama 2 70B cache", "float32, 4 bytes", llama(LLAMA_RIGHT * 2), "4 bytes per element (float32)"),
-    Mistake("06 YT4 Llama 2 70B cache", "16 bits for 2 bytes", llama(LLAMA_RIGHT * 8), "that is bits"),
-    Mistake("06 YT4 Llama 2 70B cache", "one token of one sequence", llama(LLAMA_RIGHT // (4096 * 16)), "one token"),
-    # ----- Your turn 5: Mistral's windowed cache -----------------------------------------------------------
-    Mistake("06 YT5 Mistral cache", "every token counted", mistral(MISTRAL_RIGHT * 2), "you counted all 8192 tokens"),
+    Mistake(
+        "06 YT4 Llama 3.1 405B cache", "float32, 4 bytes", llama(LLAMA_RIGHT * 2), "4 bytes per element (float32)"
+    ),
+    Mistake("06 YT4 Llama 3.1 405B cache", "16 bits for 2 bytes", llama(LLAMA_RIGHT * 8), "that is the size in bits"),
+    Mistake(
+        "06 YT4 Llama 3.1 405B cache", "one token of one sequence", llama(LLAMA_RIGHT // (32768 * 4)), "one token"
+    ),
+    Mistake(
+        "06 YT4 Llama 3.1 405B cache", "the model width D as d_h", llama(LLAMA_RIGHT * 128), "model width D = 16384"
+    ),
+    # ----- Your turn 5: Mistral's windowed 8-bit cache -----------------------------------------------------
+    Mistake(
+        "06 YT5 Mistral cache", "every token counted", mistral(MISTRAL_RIGHT // 4096 * 6000), "you counted all 6000"
+    ),
     Mistake(
         "06 YT5 Mistral cache", "window counted as W - 1", mistral(MISTRAL_RIGHT // 4096 * 4095), "the window minus one"
     ),
@@ -257,9 +309,15 @@ MISTAKES: list[Mistake] = [
         "06 YT5 Mistral cache", "window counted as W + 1", mistral(MISTRAL_RIGHT // 4096 * 4097), "W + 1 = 4097 tokens"
     ),
     Mistake("06 YT5 Mistral cache", "h = 32 instead of h_kv", mistral(MISTRAL_RIGHT * 4), "you used h=32 query heads"),
-    Mistake("06 YT5 Mistral cache", "one conversation", mistral(MISTRAL_RIGHT // 8), "the cache of one sequence"),
+    Mistake("06 YT5 Mistral cache", "one conversation", mistral(MISTRAL_RIGHT // 12), "the cache of one sequence"),
     Mistake("06 YT5 Mistral cache", "no factor 2", mistral(MISTRAL_RIGHT // 2), "factor 2"),
-    Mistake("06 YT5 Mistral cache", "float32, 4 bytes", mistral(MISTRAL_RIGHT * 2), "4 bytes per element (float32)"),
+    Mistake(
+        "06 YT5 Mistral cache", "2 bytes per element, as in 16-bit", mistral(MISTRAL_RIGHT * 2), "2 bytes per element"
+    ),
+    Mistake(
+        "06 YT5 Mistral cache", "float32, 4 bytes", mistral(MISTRAL_RIGHT * 4), "4 bytes per element (float32)"
+    ),
+    Mistake("06 YT5 Mistral cache", "8 bits for 1 byte", mistral(MISTRAL_RIGHT * 8), "that is the size in bits"),
     Mistake("06 YT5 Mistral cache", "in GiB", mistral(MISTRAL_RIGHT / 2**30), "in GiB"),
 ]
 
@@ -304,10 +362,17 @@ RIGHT: list[RightAnswer] = [
             )
         ),
     ),
-    RightAnswer("06 YT4 Llama 2 70B cache", "the formula", llama(LLAMA_RIGHT)),
-    RightAnswer("06 YT4 Llama 2 70B cache", "a NumPy integer", llama(np.int64(LLAMA_RIGHT))),
-    RightAnswer("06 YT4 Llama 2 70B cache", "kv_cache.cache_bytes", llama(kv_cache.cache_bytes(LLAMA_70B, 4096, 16))),
+    RightAnswer("06 YT4 Llama 3.1 405B cache", "the formula", llama(LLAMA_RIGHT)),
+    RightAnswer("06 YT4 Llama 3.1 405B cache", "a NumPy integer", llama(np.int64(LLAMA_RIGHT))),
+    RightAnswer(
+        "06 YT4 Llama 3.1 405B cache", "kv_cache.cache_bytes", llama(kv_cache.cache_bytes(LLAMA_405B, 32768, 4))
+    ),
     RightAnswer("06 YT5 Mistral cache", "min(T, W) tokens", mistral(MISTRAL_RIGHT)),
+    RightAnswer(
+        "06 YT5 Mistral cache",
+        "kv_cache.cache_bytes (the statement does not forbid it)",
+        mistral(kv_cache.cache_bytes(MISTRAL, 6000, 12, bytes_per_element=1)),
+    ),
 ]
 
 

@@ -80,48 +80,55 @@ def _cache_verdict(
             f"{bytes_per_element} bytes = {right} bytes",
         )
     all_heads = right * heads // kv_heads
-    per_head = [  # "h instead of h_kv" is a mistake only when the two differ
-        (all_heads, f"you used h={heads} query heads (or the full width D = h x d_h); the cache holds "
-                    f"h_kv={kv_heads} K/V heads of d_h={head_dim} features each"),
-        (all_heads // 2, f"you used h={heads} instead of h_kv={kv_heads} and left out the factor 2 for K and V"),
-    ] if kv_heads != heads else []
-    mistakes = [
+    byte_word = "byte" if bytes_per_element == 1 else "bytes"
+    bits = bytes_per_element * 8
+    # Ranked: the mistakes a learner makes most often first; a value several of them explain gets the
+    # likeliest first, and two names for the same slip (bits per element, the size in bits) are one.
+    mistakes: list[tuple[Any, str]] = []
+    if kept < tokens:  # the window is shorter than the sequence: forgetting it counts every token
+        mistakes += [
+            (right * tokens // kept,
+             f"you counted all {tokens} tokens; with a sliding window of {window} tokens each "
+             f"layer keeps only the most recent {window} in its rolling cache"),
+            (right * (kept - 1) // kept,
+             f"you kept {kept - 1} tokens, the window minus one: the window of W = {window} "
+             f"positions t - W + 1 .. t includes the query's own token, so the rolling buffer "
+             f"holds W = {window} tokens (section 7)"),
+            (right * (kept + 1) // kept,
+             f"you kept W + 1 = {kept + 1} tokens (positions t - W .. t, as the Mistral paper words "
+             f"its window); the rolling buffer has W = {window} slots: token t overwrites token "
+             f"t - W, so it holds W tokens"),
+        ]
+    if kv_heads != heads:  # "h instead of h_kv" is a mistake only when the two differ
+        mistakes.append((all_heads, f"you used h={heads} query heads (or the full width D = h x d_h); the cache "
+                                    f"holds h_kv={kv_heads} K/V heads of d_h={head_dim} features each"))
+    mistakes += [
         (right // 2, "you counted only keys or only values: both are cached, hence the factor 2"),
-        *per_head,
+        (right * 8, f"that is the size in bits ({bits} bits per element); a byte is 8 bits and the answer "
+                    f"is in bytes ({bytes_per_element} {byte_word} per element)"),
+        *[(right * size // bytes_per_element, message) for size, message in (
+            (2, f"you took 2 bytes per element (16-bit); the cache here is {bits}-bit, "
+                f"{bytes_per_element} {byte_word} per element"),
+            (4, f"you took 4 bytes per element (float32); the cache here is {bits}-bit, "
+                f"{bytes_per_element} {byte_word} per element"),
+        ) if size != bytes_per_element],
+        (right // bytes_per_element if bytes_per_element > 1 else None,  # also "1 byte per element": one slip
+         f"you counted elements, not bytes (as if each took 1 byte): each element takes {bytes_per_element} bytes"),
         (right * heads, f"you used the model width D = {heads * head_dim} where each K/V head has d_h={head_dim}"),
         (right // layers, f"that is one layer's share; every one of the {layers} layers keeps its own cache"),
-        (right // bytes_per_element,
-         f"you counted elements, not bytes: each element takes {bytes_per_element} bytes"),
-        *[(right * size // bytes_per_element, message) for size, message in (
-            (4, f"you took 4 bytes per element (float32); the cache here is {bytes_per_element * 8}-bit, "
-                f"{bytes_per_element} bytes per element"),
-            (bytes_per_element * 8, f"you counted {bytes_per_element * 8} per element: that is bits; "
-                                    f"an element takes {bytes_per_element} bytes"),
-            (1, f"you took 1 byte per element (an 8-bit cache); here each element takes {bytes_per_element} bytes"),
-        ) if size != bytes_per_element],
-        (right * 8, "that is the size in bits; a byte is 8 bits"),
         (right / 2**30, "that is the size in GiB; give it in bytes"),
         (right / 2**20, "that is the size in MiB; give it in bytes"),
     ]
-    if kept < tokens:  # the window is shorter than the sequence: forgetting it counts every token
-        mistakes.insert(0, (right * tokens // kept,
-                            f"you counted all {tokens} tokens; with a sliding window of {window} tokens each "
-                            f"layer keeps only the most recent {window} in its rolling cache"))
-        mistakes.insert(1, (right * (kept - 1) // kept,
-                            f"you kept {kept - 1} tokens, the window minus one: the window of W = {window} "
-                            f"positions t - W + 1 .. t includes the query's own token, so the rolling buffer "
-                            f"holds W = {window} tokens (section 7)"))
-        mistakes.insert(2, (right * (kept + 1) // kept,
-                            f"you kept W + 1 = {kept + 1} tokens (positions t - W .. t, as the Mistral paper words "
-                            f"its window); the rolling buffer has W = {window} slots: token t overwrites token "
-                            f"t - W, so it holds W tokens"))
     if kept > 1:
         mistakes.append((right // kept, f"that is the cache of one token; each sequence holds {kept} tokens"))
     if batch > 1:
         mistakes.append((right // batch, f"that is the cache of one sequence; the batch holds {batch} of them"))
     if kept > 1 and batch > 1:
         mistakes.append((right // (kept * batch), "that is the cache of one token of one sequence"))
-    found = [message for wrong, message in mistakes if same(value, wrong)]
+    if kv_heads != heads:  # two slips at once come last
+        mistakes.append((all_heads // 2, f"you used h={heads} instead of h_kv={kv_heads} and left out the factor "
+                                         "2 for K and V"))
+    found = list(dict.fromkeys(message for wrong, message in mistakes if wrong is not None and same(value, wrong)))
     if found:
         return failed(question, f"{value} is not right: " + "; or ".join(found))
     return failed(question, f"{value} is not right; go through the formula of section 1 factor by factor")
@@ -186,6 +193,12 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
     if isinstance(given, Verdict):
         return given
     right = np.arange(heads) // g
+    if kv_heads != g and same(given, np.repeat(np.arange(kv_heads), kv_heads)):
+        return failed(question, f"you repeated each K/V head h_kv={kv_heads} times; each K/V head serves g = h / h_kv "
+                                f"query heads, so its number has to appear g={g} times")
+    if kv_heads != 1 and same(given, np.repeat(np.arange(kv_heads), heads)):
+        return failed(question, f"you repeated each K/V head h={heads} times, giving h x h_kv entries; each K/V head "
+                                "serves only the g = h / h_kv query heads of its group")
     if given.shape != right.shape:
         per_kv = " one entry per K/V head;" if given.shape == (kv_heads,) and kv_heads != heads else ""
         return failed(question, f"expected {heads} integers (one per query head), got shape {given.shape}:{per_kv} "
@@ -234,15 +247,17 @@ def check_kv_head_function(function: Any) -> Verdict:
     refused = forbidden_call(question, function, "kv_head_of_query", "repeat_kv")
     if refused is not None:
         return refused
-    for heads, kv_heads in ((8, 2), (6, 3), (12, 4), (4, 4), (4, 1)):
+    # First a size where g, h_kv and 2 all differ, so that "// h_kv", "// 2" and "repeated h_kv times"
+    # each give an answer of their own; the lesson's own h=8, h_kv=2 comes later.
+    for heads, kv_heads in ((12, 3), (8, 2), (6, 3), (12, 4), (4, 4), (4, 1)):
         result = function_answer(question, function, (heads, kv_heads), what)
         if isinstance(result, Verdict):
             if not result.answered or not result.message.startswith("your function raised"):
-                if (heads, kv_heads) == (8, 2):  # not a function, or None returned: nothing about sizes
+                if (heads, kv_heads) == (12, 3):  # not a function, or None returned: nothing about sizes
                     return result
-            elif (heads, kv_heads) == (8, 2):
-                return failed(question, f"for h=8, h_kv=2: {result.message}{SIZES_ADVICE}")
-            return failed(question, f"right for h=8, h_kv=2 but for h={heads}, h_kv={kv_heads}: {result.message}"
+            elif (heads, kv_heads) == (12, 3):
+                return failed(question, f"for h=12, h_kv=3: {result.message}{SIZES_ADVICE}")
+            return failed(question, f"right for h=12, h_kv=3 but for h={heads}, h_kv={kv_heads}: {result.message}"
                                     f"{SIZES_ADVICE}")
         verdict = _mapping_verdict(question, result, heads, kv_heads)
         if not verdict:
@@ -324,6 +339,15 @@ def _pool_mistakes(w: Any, D: int, heads: int, kv_heads: int, d_h: int) -> list[
         (w.reshape(D, heads, d_h).mean(axis=1), "you averaged all h heads into one; each of the h_kv groups "
                                                 "gets its own mean"),
         (per_head.mean(axis=2), "right numbers, but shape (D, h_kv, d_h): put the heads side by side again"),
+        (per_head.mean(axis=1).reshape(D, -1),
+         "you averaged over axis 1, the h_kv axis: that mixes heads of different groups (head j with heads "
+         "j + g, j + 2g, ..). After reshape(D, h_kv, g, d_h) the g heads of a group lie on axis 2"),
+        (per_head.mean(axis=1), "you averaged over axis 1, the h_kv axis: that mixes heads of different groups. "
+                                "After reshape(D, h_kv, g, d_h) the g heads of a group lie on axis 2"),
+        (per_head.mean(axis=3).reshape(D, -1) if d_h > 1 else None,
+         "you averaged the d_h features inside each head; average whole heads, over the g heads of a group"),
+        (per_head.mean(axis=0), "you averaged over axis 0, the D rows of the matrix; average over the g heads of "
+                                "a group"),
         (np.repeat(per_head.mean(axis=2), g, axis=1).reshape(D, -1),
          "you expanded the pooled heads back to h heads; the GQA layer stores only the h_kv pooled ones"),
     ]

@@ -15,7 +15,6 @@ from numpy.typing import NDArray
 from lessons_lib import mha_numpy
 from lessons_lib.checks import Verdict
 from lessons_lib.checks.concatenate_and_project import (
-    check_combine,
     check_fixed_forward,
     check_head_contribution,
     check_linear_from_numpy,
@@ -269,69 +268,6 @@ def test_merge_function_does_not_let_the_learner_change_the_problem(heads_out: F
     before = heads_out.copy()
     assert not check_merge_function(spoils, heads_out).ok
     assert np.array_equal(heads_out, before)
-
-
-# ---- layer output ------------------------------------------------------------------------
-
-
-def test_combine_blank(heads_out: Floats, wo: Floats) -> None:
-    assert_unanswered(check_combine(None, heads_out, wo), "replace None with", "(B, T, D)")
-
-
-def test_combine_correct(heads_out: Floats, wo: Floats) -> None:
-    assert_passes(check_combine(mha_numpy.merge_heads(heads_out) @ wo, heads_out, wo), "row block i")
-    by_blocks = sum(heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h))
-    assert check_combine(by_blocks, heads_out, wo).ok
-
-
-def test_combine_accepts_torch_float32(heads_out: Floats, wo: Floats) -> None:
-    torch = pytest.importorskip("torch")
-    from lessons_lib import mha_torch
-
-    layer = mha_torch.linear(torch.from_numpy(wo.T).float())
-    with torch.no_grad():
-        output = layer(mha_torch.merge_heads(torch.from_numpy(heads_out).float()))
-    assert check_combine(output, heads_out, wo).ok
-
-
-def test_combine_averaged_or_summed(heads_out: Floats, wo: Floats) -> None:
-    assert_fails(check_combine(heads_out.mean(axis=1), heads_out, wo), "averaged", "concatenating")
-    assert_fails(check_combine(heads_out.sum(axis=1), heads_out, wo), "averaged (or summed)")
-
-
-def test_combine_average_of_contributions(heads_out: Floats, wo: Floats) -> None:
-    blocks = [heads_out[:, i] @ wo[i * d_h : (i + 1) * d_h] for i in range(h)]
-    assert_fails(check_combine(np.mean(blocks, axis=0), heads_out, wo), "1/h", "averaged")
-
-
-def test_combine_forgot_wo(heads_out: Floats, wo: Floats) -> None:
-    assert_fails(check_combine(mha_numpy.merge_heads(heads_out), heads_out, wo), "merge only", "W_o is missing")
-
-
-def test_combine_wo_transposed(heads_out: Floats, wo: Floats) -> None:
-    assert_fails(check_combine(mha_numpy.merge_heads(heads_out) @ wo.T, heads_out, wo), "W_o is transposed")
-
-
-def test_combine_wrong_merge(heads_out: Floats, wo: Floats) -> None:
-    assert_fails(check_combine(heads_out.reshape(B, T, D) @ wo, heads_out, wo), "direct reshape")
-
-
-def test_combine_wrong_shape_and_numbers(heads_out: Floats, wo: Floats) -> None:
-    assert_fails(check_combine(np.zeros((B, D)), heads_out, wo), "expected shape")
-    assert_fails(check_combine(np.zeros((B, T, D)), heads_out, wo), "right shape (B, T, D), wrong numbers")
-
-
-@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
-def test_combine_never_raises_on_odd_answers(heads_out: Floats, wo: Floats, odd: Any) -> None:
-    verdict = check_combine(odd, heads_out, wo)
-    assert not verdict.ok and verdict.answered
-
-
-def test_combine_bad_reference(heads_out: Floats) -> None:
-    with pytest.raises(ValueError, match=r"wo must be \(D, D\)"):
-        check_combine(np.zeros((B, T, D)), heads_out, np.zeros((D + 1, D + 1)))
-    with pytest.raises(ValueError, match=r"wo must have 2 axes"):
-        check_combine(np.zeros((B, T, D)), heads_out, np.zeros(D))
 
 
 # ---- one head's contribution (a function) -------------------------------------------------
@@ -880,14 +816,13 @@ def test_each_exercise_has_its_own_label(
         check_merge_function(blank, heads_out),
         check_head_contribution(blank, heads_out, wo),
         check_time_major_merge(blank, folded, h),
-        check_combine(None, heads_out, wo),
         check_linear_weight(None, wo),
         check_linear_from_numpy(blank, w_wide),
         check(blank, problem),
     ]
     labels = [verdict.question for verdict in verdicts]
     assert labels == [
-        "merge", "merge by hand", "head contribution", "sequence-first merge", "layer output", "nn.Linear weight",
+        "merge", "merge by hand", "head contribution", "sequence-first merge", "nn.Linear weight",
         "nn.Linear from NumPy",
         "fixed layer",
     ]

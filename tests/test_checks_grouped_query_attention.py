@@ -16,9 +16,7 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.grouped_query_attention import (
     check_bytes_per_token,
     check_cache_bytes,
-    check_group_size,
     check_kv_head_function,
-    check_kv_head_mapping,
     check_pool_kv_columns,
     check_repeat_kv,
 )
@@ -160,35 +158,7 @@ def test_cache_shorter_than_the_window_counts_every_token() -> None:
     assert "window" not in message  # below the window nothing is dropped: no window diagnosis
 
 
-def test_group_size() -> None:
-    hint = blank(check_group_size(None, heads=32, kv_heads=8))
-    assert "query heads" in hint and "h //" not in hint and "/ h_kv" not in hint
-    assert check_group_size(4, heads=32, kv_heads=8).ok
-    assert check_group_size(torch.tensor(4), heads=32, kv_heads=8).ok
-    assert "h_kv, the number of K/V heads" in not_yet(check_group_size(8, heads=32, kv_heads=8), 4)
-    assert "number of all query heads" in not_yet(check_group_size(32, heads=32, kv_heads=8), 4)
-    assert "fraction of a head" in not_yet(check_group_size(0, heads=32, kv_heads=8), 4)
-    assert "read the same K/V head" in not_yet(check_group_size(3, heads=32, kv_heads=8), 4)
-    assert "is h_kv / h, a fraction of a head" in not_yet(check_group_size(0.25, heads=32, kv_heads=8), 4)
-    assert "whole number" in not_yet(check_group_size(0.3, heads=32, kv_heads=8), 4)
-    assert "4.0 is a float, and the question asks for an int" in not_yet(check_group_size(32 / 8, 32, 8), 4)
-    assert repr(check_group_size(4, 32, 8)).startswith("[group size] correct")
-
-
 # ----- which K/V head each query head reads ---------------------------------------------------
-def test_kv_head_mapping() -> None:
-    assert check_kv_head_mapping([0, 0, 0, 1, 1, 1], heads=6, kv_heads=2).ok
-    assert check_kv_head_mapping(torch.tensor([0, 0, 1, 1]), heads=4, kv_heads=2).ok
-    right = np.array([0, 0, 0, 1, 1, 1])
-    assert "tiled" in not_yet(check_kv_head_mapping([0, 1, 0, 1, 0, 1], heads=6, kv_heads=2), right)
-    swapped = check_kv_head_mapping(np.arange(8) // 2, heads=8, kv_heads=2)  # divided by h_kv, not g
-    assert "divided by h_kv=2" in not_yet(swapped, np.arange(8) // 4)
-    assert "from 1" in not_yet(check_kv_head_mapping(right + 1, heads=6, kv_heads=2), right)
-    assert "expected 6 integers" in not_yet(check_kv_head_mapping([0, 1], heads=6, kv_heads=2), right)
-    assert "order is reversed" in not_yet(check_kv_head_mapping([1, 1, 0, 0], heads=4, kv_heads=2), [0, 0, 1, 1])
-    assert "is not right" in not_yet(check_kv_head_mapping([1, 0, 0, 1], heads=4, kv_heads=2), [0, 0, 1, 1])
-
-
 def mapping_right(heads: int, kv_heads: int) -> Any:
     return np.arange(heads) // (heads // kv_heads)
 
@@ -373,8 +343,6 @@ ODD = [None, "4", 4.5, float("nan"), True, [1, [2, 3]], {"a": 1}, Awkward(), np.
 CHECKERS: list[Callable[[Any], Verdict]] = [
     lambda a: check_bytes_per_token(a, **SIZES),
     lambda a: check_cache_bytes(a, LLAMA2_70B, **SERVED),
-    lambda a: check_group_size(a, 32, 8),
-    lambda a: check_kv_head_mapping(a, 8, 2),
     lambda a: check_repeat_kv(a, KV, 3),
     check_kv_head_function,
     check_pool_kv_columns,

@@ -21,10 +21,8 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.matching_pytorch import (
     BLOCKING_MARGIN,
     check_cached_causal_mha,
-    check_causal_mha,
     check_float_mask,
     check_key_padding_function,
-    check_key_padding_mask,
     check_mha_mask,
 )
 
@@ -163,17 +161,6 @@ def padding(lengths: Any = LENGTHS, size: int = S) -> NDArray[np.bool_]:
     return np.array([[s >= n for s in range(size)] for n in lengths])
 
 
-def test_key_padding_blank() -> None:
-    assert_unanswered(check_key_padding_mask(None, LENGTHS, S, T), "replace None with", "(B, S)", "True = padding")
-
-
-def test_key_padding_correct_numpy_and_torch() -> None:
-    assert_passes(check_key_padding_mask(padding(), LENGTHS, S, T), "(B, S) = (2, 6)")
-    lengths = torch.tensor([6, 3])
-    assert_passes(check_key_padding_mask(torch.arange(S)[None, :] >= lengths[:, None], lengths, S, T))
-    assert check_key_padding_mask(padding(), LENGTHS, S).ok  # T is optional
-
-
 KEY_PADDING_MISTAKES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("inverted", ~padding(), ("inverted convention", "True as padding")),
     ("queries", padding(size=T), ("shape (B, T) = (2, 4)", "(B, S) = (2, 6)", "keys")),
@@ -186,34 +173,27 @@ KEY_PADDING_MISTAKES: list[tuple[str, Any, tuple[str, ...]]] = [
 ]
 
 
+def judged(mask: Any) -> Verdict:
+    """The verdict on a key padding function that returns ``mask`` whatever it is given (the lesson's
+    lengths are tried first, so the verdict is the one on ``mask`` for them)."""
+    return check_key_padding_function(lambda lengths, size: mask, LENGTHS, S, T)
+
+
 @pytest.mark.parametrize("mistake, wrong, words", KEY_PADDING_MISTAKES, ids=[m[0] for m in KEY_PADDING_MISTAKES])
 def test_key_padding_mistakes(mistake: str, wrong: Any, words: tuple[str, ...]) -> None:
-    assert_fails(check_key_padding_mask(wrong, LENGTHS, S, T), *words)
+    assert_fails(judged(wrong), *words)
 
 
 def test_key_padding_numbers_instead_of_booleans() -> None:
-    assert_fails(check_key_padding_mask(padding().astype(int), LENGTHS, S, T), "expected booleans", "pattern is right")
-    assert_fails(check_key_padding_mask((~padding()).astype(int), LENGTHS, S, T), "dtype int", "inverted")
-    assert_fails(check_key_padding_mask(np.where(padding(), -np.inf, 0.0), LENGTHS, S, T), "expected booleans")
+    assert_fails(judged(padding().astype(int)), "expected booleans", "pattern is right")
+    assert_fails(judged((~padding()).astype(int)), "dtype int", "inverted")
+    assert_fails(judged(np.where(padding(), -np.inf, 0.0)), "expected booleans")
 
 
 def test_key_padding_other_shape_and_pattern() -> None:
-    assert_fails(check_key_padding_mask(np.zeros((3, S), dtype=bool), LENGTHS, S, T), "expected shape (B, S)")
-    assert_fails(check_key_padding_mask(np.zeros((B, S), dtype=bool), LENGTHS, S, T), "row 1 marks no padding at all")
-    assert_fails(check_key_padding_mask(np.eye(B, S, dtype=bool), LENGTHS, S, T), "wrong pattern")
-
-
-@pytest.mark.parametrize("odd", ODD_ANSWERS, ids=[type(a).__name__ for a in ODD_ANSWERS])
-def test_key_padding_never_raises_on_odd_answers(odd: Any) -> None:
-    verdict = check_key_padding_mask(odd, LENGTHS, S, T)
-    assert not verdict.ok and verdict.answered
-
-
-def test_key_padding_bad_reference() -> None:
-    with pytest.raises(ValueError, match=r"lengths must be a 1-D integer array"):
-        check_key_padding_mask(padding(), np.array([7, 3]), S)
-    with pytest.raises(ValueError, match=r"lengths must be a 1-D integer array"):
-        check_key_padding_mask(padding(), np.array([6.0, 3.0]), S)
+    assert_fails(judged(np.zeros((3, S), dtype=bool)), "expected shape (B, S)")
+    assert_fails(judged(np.zeros((B, S), dtype=bool)), "row 1 marks no padding at all")
+    assert_fails(judged(np.eye(B, S, dtype=bool)), "wrong pattern")
 
 
 def _padding_function(lengths: Any, size: int) -> Any:
@@ -249,8 +229,9 @@ def test_key_padding_answer_blocks_the_padding_in_pytorch() -> None:
     """With the accepted mask, padded keys get zero weight in nn.MultiheadAttention."""
     mha = nn.MultiheadAttention(D, h, bias=False, batch_first=True, dtype=torch.float64)
     x = torch.randn(B, S, D, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    mask = torch.from_numpy(padding())
-    assert check_key_padding_mask(mask, LENGTHS, S).ok
+    lengths = torch.from_numpy(LENGTHS)
+    assert check_key_padding_function(_padding_function, lengths, S).ok
+    mask = _padding_function(lengths, S)
     with torch.no_grad():
         _, weights = mha(x, x, x, key_padding_mask=mask, average_attn_weights=False)
     assert torch.all(weights[1, :, :, 3:] == 0) and torch.allclose(weights.sum(-1), torch.ones(()).double())
@@ -337,8 +318,6 @@ def test_a_numpy_mask_is_refused_when_the_lesson_holds_tensors() -> None:
     assert check_mha_mask(numpy_blocked, allowed.numpy()).ok  # a NumPy lesson may answer in NumPy
     float_answer = np.where(allowed.numpy(), 0.0, -np.inf)
     assert_fails(check_float_mask(float_answer, allowed), "NumPy array", "scaled_dot_product_attention")
-    lengths = torch.tensor([6, 3])
-    assert_fails(check_key_padding_mask(padding(), lengths, S, T), "NumPy array", "key_padding_mask")
     with pytest.raises(TypeError, match="must be Tensor"):  # what the message says PyTorch does
         nn.MultiheadAttention(D, h, batch_first=True)(*(torch.zeros(B, T, D),) * 3, attn_mask=np.zeros((T, T), bool))
 
@@ -460,7 +439,7 @@ def test_float_mask_bad_reference() -> None:
         check_float_mask(np.zeros((T, S)), np.ones(S, dtype=bool))
 
 
-# ---- calling nn.MultiheadAttention like our causal layer ---------------------------------
+# ---- nn.MultiheadAttention called like our causal layer, after a cache -------------------
 
 
 @pytest.fixture
@@ -469,118 +448,17 @@ def mha() -> nn.MultiheadAttention:
     return nn.MultiheadAttention(D, h, bias=False, batch_first=True, dtype=torch.float64)
 
 
-@pytest.fixture
-def x() -> torch.Tensor:
-    return torch.randn(B, T, D, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-
-
-def blocked_upper(t: int) -> torch.Tensor:
-    """True above the diagonal: the future, in nn.MultiheadAttention's convention (written independently)."""
-    return torch.ones(t, t, dtype=torch.bool).triu(diagonal=1)
-
-
-def right_call(mha: nn.MultiheadAttention, x: torch.Tensor) -> torch.Tensor:
-    output: torch.Tensor = mha(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0]
-    return output
-
-
-def test_causal_mha_blank(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
-    def blank(mha: Any, x: Any) -> None:
-        ...
-
-    assert_unanswered(check_causal_mha(blank, mha, x), "write the body", "(B, T, D)")
-    assert_unanswered(check_causal_mha(None, mha, x), "write")
-
-
-def test_causal_mha_correct_and_equal_to_our_layer(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
-    assert_passes(check_causal_mha(right_call, mha, x), "same output as our layer")
-    fast = lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]), need_weights=False)[0]  # noqa: E731
-    assert check_causal_mha(fast, mha, x).ok
-    hinted = lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]), is_causal=True)[0]  # noqa: E731
-    assert check_causal_mha(hinted, mha, x).ok
-    # the checker's NumPy reference equals our PyTorch layer with the same weights
-    wq, wk, wv = mha.in_proj_weight.detach().chunk(3)  # (D, D) each, (out, in)
-    layer = mha_torch.MultiHead.from_weights(wq, wk, wv, mha.out_proj.weight.detach(), h)
-    with torch.no_grad():
-        assert torch.allclose(right_call(mha, x), layer(x, allowed=mha_torch.causal_mask(T))[0])
-
-
-def test_causal_mha_with_biases(x: torch.Tensor) -> None:
-    torch.manual_seed(1)
-    biased = nn.MultiheadAttention(D, h, bias=True, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        biased.in_proj_bias.normal_()
-        biased.out_proj.bias.normal_()
-    assert check_causal_mha(right_call, biased, x).ok
-    assert_fails(check_causal_mha(lambda m, x: m(x, x, x)[0], biased, x), "no mask")
-
-
-CALL_MISTAKES: list[tuple[str, Callable[[Any, Any], Any], tuple[str, ...]]] = [
-    ("no mask", lambda m, x: m(x, x, x)[0], ("no mask", "future")),
-    ("inverted, NaN", lambda m, x: m(x, x, x, attn_mask=~blocked_upper(x.shape[1]))[0],
-     ("inverted convention", "NaN")),
-    ("inverted, zeros", lambda m, x: m(x, x, x, attn_mask=~blocked_upper(x.shape[1]), need_weights=False)[0],
-     ("inverted convention", "zeros")),
-    ("diagonal blocked", lambda m, x: m(x, x, x, attn_mask=~blocked_upper(x.shape[1]).T)[0],
-     ("diagonal is blocked", "itself")),
-    ("hint only", lambda m, x: m(x, x, x, is_causal=True)[0], ("raised RuntimeError", "only a hint")),
-    ("tuple", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1])), ("tuple of 2", "output (B, T, D) only")),
-    ("weights", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]), average_attn_weights=False)[1],
-     ("attention weights",)),
-    ("averaged weights", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[1], ("attention weights",)),
-    ("fixed length", lambda m, x: m(x, x, x, attn_mask=blocked_upper(T))[0],
-     ("right for the lesson's x (B, T) = (2, 4) but not for (B, T) = (2, 3)", "from x itself")),
-    ("fixed batch", lambda m, x: m(x[:2], x[:2], x[:2], attn_mask=blocked_upper(x.shape[1]))[0],
-     ("but not for (B, T) = (3, 6)", "from x itself")),
-    ("anti-causal", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]).T)[0],
-     ("anti-causal", "blocks the past")),
-    ("NumPy array", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].detach().numpy(),
-     ("given a torch tensor and must return a torch tensor", "got NumPy array")),
-    ("float32", lambda m, x: m(x, x, x, attn_mask=blocked_upper(x.shape[1]))[0].float(),
-     ("given torch.float64 numbers and returned torch.float32",)),
-]
-
-
-@pytest.mark.parametrize("mistake, wrong, words", CALL_MISTAKES, ids=[m[0] for m in CALL_MISTAKES])
-def test_causal_mha_mistakes(
-    mha: nn.MultiheadAttention, x: torch.Tensor, mistake: str, wrong: Callable[[Any, Any], Any], words: tuple[str, ...]
-) -> None:
-    assert_fails(check_causal_mha(wrong, mha, x), *words)
-
-
-def test_causal_mha_other_shapes_and_numbers(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
-    assert_fails(check_causal_mha(lambda m, x: torch.zeros(B, D), mha, x), "expected shape (B, T, D)")
-    assert_fails(check_causal_mha(lambda m, x: torch.zeros(B, x.shape[1], D), mha, x), "not our causal layer")
-    nan = torch.full((B, T, D), float("nan"))
-    assert_fails(check_causal_mha(lambda m, x: nan, mha, x), "NaN")
-
-
-def test_causal_mha_raises_or_odd_things(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
-    assert_fails(check_causal_mha("mha", mha, x), "expected a function")
-    for odd in ODD_ANSWERS:
-        verdict = check_causal_mha(lambda m, x, odd=odd: odd, mha, x)
-        assert not verdict.ok and verdict.answered, verdict
-
-
-def test_causal_mha_bad_reference(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
-    with pytest.raises(TypeError, match=r"mha must be an nn.MultiheadAttention"):
-        check_causal_mha(right_call, object(), x)
-    with pytest.raises(ValueError, match=r"x must be \(B, T, D\) with D = 8"):
-        check_causal_mha(right_call, mha, torch.zeros(B, T, D + 1, dtype=torch.float64))
-
-
 # ---- the module --------------------------------------------------------------------------
 
 
-def test_each_exercise_has_its_own_label(mha: nn.MultiheadAttention, x: torch.Tensor) -> None:
+def test_each_exercise_has_its_own_label(mha: nn.MultiheadAttention) -> None:
     labels = [
         check_mha_mask(None, allowed_ts()).question,
-        check_key_padding_mask(None, LENGTHS, S).question,
+        check_key_padding_function(None, LENGTHS, S).question,
         check_float_mask(None, allowed_ts()).question,
-        check_causal_mha(None, mha, x).question,
         check_cached_causal_mha(None, mha, *past_and_new()).question,
     ]
-    assert labels == ["nn.MultiheadAttention mask", "key padding mask", "float mask", "causal nn.MultiheadAttention",
+    assert labels == ["nn.MultiheadAttention mask", "key padding mask", "float mask",
                       "cached causal nn.MultiheadAttention"]
 
 

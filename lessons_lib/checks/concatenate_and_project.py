@@ -9,9 +9,6 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   ``np.concatenate(heads_out, -1)`` (which walks the batch axis), the reshape missing, shapes
   hard-coded, a call of the library's ``merge_heads``.
   A call of the lesson's own ``merge`` (or of a private library merge) is refused too.
-- `check_combine`: the layer output from per-head outputs and ``W_o``; averaging (with or without a
-  projection afterwards), ``W_o`` missing or transposed, a direct-reshape merge,
-  ``np.concatenate(heads_out, -1)``, a 1/h factor. (No exercise of the lesson uses it today.)
 - `check_head_contribution`: head ``i``'s share of ``merge(heads_out) @ W_o`` as a function, tried for
   every ``i`` and on other sizes; columns of ``W_o`` instead of rows (also when the product raises),
   the rows of another head (one place off, every h-th row, always head 0's), the merged row's features
@@ -65,7 +62,6 @@ from lessons_lib.checks import (
 )
 
 __all__ = [
-    "check_combine",
     "check_fixed_forward",
     "check_head_contribution",
     "check_linear_from_numpy",
@@ -200,67 +196,6 @@ def check_merge_function(merge: Any, heads_out: Any) -> Verdict:
             )
     assert first is not None
     return first
-
-
-def check_combine(output: Any, heads_out: Any, wo: Any) -> Verdict:
-    """Question "layer output": from ``heads_out (B, h, T, d_h)`` and ``wo (D, D)`` (in, out)."""
-    question = "layer output"
-    heads = reference_array("heads_out", heads_out, "(B, h, T, d_h)", rank=4)
-    w = reference_array("wo", wo, "(D, D)", rank=2)
-    B, h, T, d_h = heads.shape
-    if w.shape != (h * d_h, h * d_h):
-        D = h * d_h
-        raise ValueError(f"wo must be (D, D) = {(D, D)} for heads_out of shape {heads.shape}, got {w.shape}")
-    answer = array_answer(question, output, "the layer output, an array of shape (B, T, D)")
-    if isinstance(answer, Verdict):
-        return answer
-    merged = _merge(heads)
-    expected = merged @ w
-    if same(answer, expected):
-        return passed(question, "concatenate (merge) the heads, then multiply by W_o: row block i of W_o reads head i")
-    averaged = (
-        f"you averaged (or summed) the heads instead of concatenating: shape {answer.shape} = "
-        f"(B, T, d_h) no longer says which head produced what, and W_o {w.shape} expects all D features"
-    )
-    mistake = first_match(answer, [
-        (lambda: heads.mean(axis=1), averaged),
-        (lambda: heads.sum(axis=1), averaged),
-        (lambda: np.concatenate(list(heads), axis=-1) @ w, f"the merge is wrong: {_CONCATENATE_ARRAY}"),
-        (merged, "this is the merge only: the output projection W_o is missing"),
-        (lambda: merged @ w.T,
-         "W_o is transposed: NumPy weights are (in, out) and multiply from the right; "
-         "the .T belongs only to nn.Linear's (out, in) storage"),
-        (lambda: heads.reshape(B, T, h * d_h) @ w,
-         "the merge is a direct reshape without transposing back, so each row mixes tokens"),
-        (lambda: expected / h,
-         f"the result is 1/h = 1/{h} of the right one: you averaged the heads' contributions, "
-         f"but concatenation followed by W_o adds them"),
-    ])
-    if mistake is None and answer.shape == expected.shape and _through_average(answer, heads):
-        mistake = (
-            "your output depends on the heads only through their average (or sum): averaging first throws away "
-            "which head said what, whatever matrix comes after (section 2). Concatenate (merge) the heads into "
-            "(B, T, D), then multiply by the whole W_o"
-        )
-    if mistake is not None:
-        return failed(question, mistake)
-    if answer.shape != expected.shape:
-        return failed(question, f"expected shape (B, T, D) = {expected.shape}, got {answer.shape}")
-    return failed(question, "right shape (B, T, D), wrong numbers: not the merged heads times the wo given")
-
-
-def _through_average(answer: Floats, heads: Floats) -> bool:
-    """Whether ``answer (B, T, D)`` is ``mean over heads @ M`` for some ``(d_h, D)`` matrix ``M``: the
-    heads averaged (or summed) before some projection. Needs more tokens than ``d_h`` to tell."""
-    B, h, T, d_h = heads.shape
-    if h == 1 or B * T <= d_h:
-        return False
-    mean = heads.mean(axis=1).reshape(B * T, d_h)
-    target = answer.reshape(B * T, -1)
-    if same(target, np.zeros_like(target)):  # zeros fit any matrix of zeros: that says nothing
-        return False
-    fit, *_ = np.linalg.lstsq(mean, target, rcond=None)
-    return same(mean @ fit, target)
 
 
 def _contribution(heads: Floats, w: Floats, i: int) -> Floats:

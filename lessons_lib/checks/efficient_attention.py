@@ -1,13 +1,12 @@
 """Quick check of the lesson "Efficient attention" (checkers in ``lessons_lib.checks.efficient_attention``):
-the online-softmax update, tiled attention, one tile of the recomputing backward pass, the weight count,
-the bytes of a score tile, SDPA with a mask.
+the online-softmax update, tiled attention, one tile of the recomputing backward pass, the entries a
+causal mask keeps and the tiles a causal pass visits, SDPA for a batch of caches of different lengths.
 
 Each checker compares the learner's answer with the right one and, when it is wrong, with the
-usual mistakes: leaving out the heads or the batch, counting entries instead of bytes, forgetting
+usual mistakes: leaving out the heads or the batch, forgetting
 to rescale the running sum (or the running output) when the running maximum grows. The checkers
 that take a function run it, and `check_tiled_attention` also measures the memory it holds.
-`check_weight_entries` is the checker of ``lessons_lib.checks.inspecting_heads``, re-exported;
-`check_materialised_entries` asks its question as a blank exercise.
+`check_weight_entries` is the checker of ``lessons_lib.checks.inspecting_heads``, re-exported.
 
 Notation: ``B`` batch, ``h`` heads, ``T`` queries, ``S`` source positions.
 """
@@ -48,15 +47,10 @@ from lessons_lib.validation import check_int
 
 __all__ = [
     "check_kept_entries",
-    "check_materialised_entries",
-    "check_online_sum",
     "check_online_update",
     "check_padded_decoding",
-    "check_sdpa_output",
-    "check_tile_bytes",
     "check_tile_grads",
     "check_tiled_attention",
-    "check_tiled_output",
     "check_visited_tiles",
     "check_weight_entries",
     "kept_entries",
@@ -66,173 +60,11 @@ __all__ = [
 Floats = NDArray[np.float64]
 
 
-def check_materialised_entries(answer: Any, *, B: int, h: int, T: int, S: int) -> Verdict:
-    """Question "weight entries" as a blank exercise: the count ``B*h*T*S`` of a ``(B, h, T, S)`` tensor.
-
-    The blank hint and the verdict on the right count are this module's; a wrong count is diagnosed
-    by the shared `check_weight_entries`, unless its message would name the formula or the number.
-    """
-    question = "weight entries"
-    B, h, T, S = (check_int(name, value) for name, value in (("B", B), ("h", h), ("T", T), ("S", S)))
-    if answer is None:
-        return unanswered(question, "replace None with one whole number: how many numbers the weights tensor holds")
-    verdict = check_weight_entries(answer, B=B, h=h, T=T, S=S)
-    if "is a float" in verdict.message:  # the type is the problem: say so as it is
-        return verdict
-    if not verdict.ok and verdict.answered:
-        own = first_match(answer, [
-            (T * S, "that is one (T, S) map; the tensor holds one per batch row and per head"),
-            (B * h * T, "you left out the source positions: every query has one weight per source position, S of them"),
-            (B * h * S, "you left out the queries: every one of the T queries has its own row of S weights"),
-        ])
-        if own is not None:
-            return failed(question, own)
-    if verdict.ok:
-        return passed(question, f"{B * h * T * S} numbers: one (T, S) = ({T}, {S}) map per head and per sequence")
-    message = verdict.message.replace(" ", "")
-    if not verdict.answered or ("B*h*T*S" not in message and str(B * h * T * S) not in message):
-        return verdict
-    return failed(question, f"{answer} is not it: count every number of the weights tensor, one per batch row, "
-                            "head, query and source position")
-
-
-def check_tile_bytes(answer: Any, *, B: int, h: int, T: int, S: int, block: int, itemsize: int) -> Verdict:
-    """Question "tile bytes": the ``(B, h, T, block)`` score tile a tiled pass holds, in bytes.
-
-    Recognises: the full ``(B, h, T, S)`` scores, entries instead of bytes, one head, one sequence,
-    a ``(block, block)`` tile, another number width, MiB instead of bytes.
-    """
-    question = "tile bytes"
-    B, h, T, S, block, itemsize = (check_int(name, value) for name, value in
-                                   (("B", B), ("h", h), ("T", T), ("S", S), ("block", block), ("itemsize", itemsize)))
-    right, full = B * h * T * block * itemsize, B * h * T * S * itemsize
-    value = number_answer(question, answer, "one whole number of bytes: the score tile one step of the loop holds")
-    if not isinstance(value, Verdict):  # a size in MiB or GiB is a float: name it before refusing floats
-        unit = first_match(value, [(right / 2**20, "MiB"), (right / 2**30, "GiB"), (right / 1e6, "MB")])
-        if unit is not None:
-            return failed(question, f"that is in {unit}; the question asks for bytes")
-    n = int_answer(question, answer, "one whole number of bytes: the score tile one step of the loop holds")
-    if isinstance(n, Verdict):
-        return n
-    if n == right:
-        return passed(question, f"{B}*{h}*{T}*{block} scores of {itemsize} bytes = {right:,} bytes, "
-                                f"{S / block:g}x less than the full (B, h, T, S) scores ({full:,} bytes)")
-    other = 8 if itemsize != 8 else 4
-    mistake = first_match(n, [
-        (full, "that is the full (B, h, T, S) score tensor; a tiled pass holds the scores of one key block only"),
-        (right // itemsize, f"that counts numbers, not bytes: each score takes {itemsize} bytes"),
-        (T * block * itemsize, "that is one head of one sequence; the tile holds every batch row and every head"),
-        (B * T * block * itemsize, "that is one head only; all h heads are computed in the same step"),
-        (h * T * block * itemsize, "that is one sequence only; all B sequences of the batch are in the tile"),
-        (B * h * block * block * itemsize, "that is a (block, block) tile; in this pass all T queries take part at "
-                                           "once, only the keys come in blocks"),
-        (right // itemsize * other, f"that is twice the tile: either {other} bytes per score (here each score "
-                                    f"takes {itemsize}) or two tiles, the scores and their exponentials; the "
-                                    "question asks for the score tile alone"
-         if other == 2 * itemsize else f"that uses {other} bytes per score; here each score takes {itemsize}"),
-    ])
-    return failed(question, mistake or f"{n:,} bytes is not it: count what one step holds, the scores of every "
-                                       "batch row, head and query against one block of keys, in bytes")
-
-
 def _attend(scores: Floats, v: Floats) -> Floats:
     """softmax over the last axis of ``scores (..., T, S)``, then ``@ v (..., S, d_v)``."""
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     out: Floats = (weights / weights.sum(axis=-1, keepdims=True)) @ v
     return out
-
-
-def check_sdpa_output(answer: Any, q: Any, k: Any, v: Any) -> Verdict:
-    """Question "SDPA output": causal ``scaled_dot_product_attention`` where the ``T`` queries are the
-    last ``T`` of the ``S`` positions (``mha_numpy.causal_mask(T, S)``, bottom-right), as when decoding.
-
-    Recognises: no mask, ``is_causal=True`` (top-left alignment), the mask inverted, the mask given as
-    0/1 floats (SDPA adds a float mask), ``q`` divided by ``sqrt(d)`` beforehand.
-    """
-    question = "SDPA output"
-    qf, kf = reference_array("q", q, "(..., T, d)", min_rank=2), reference_array("k", k, "(..., S, d)", min_rank=2)
-    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
-    mask = causal_mask(qf.shape[-2], kf.shape[-2])
-    a = array_answer(question, answer, "the output tensor of F.scaled_dot_product_attention, shape (..., T, d_v)")
-    if isinstance(a, Verdict):
-        return a
-    if hasattr(q, "detach") and not hasattr(answer, "detach"):  # the question asks for SDPA's own output
-        return failed(question, f"expected the torch tensor F.scaled_dot_product_attention returns, got "
-                                f"{type(answer).__name__}: call SDPA and keep its output as it is")
-    scores = qf @ np.swapaxes(kf, -1, -2) / math.sqrt(qf.shape[-1])  # (..., T, S)
-    right = _attend(np.where(mask, scores, -np.inf), vf)
-    if same(a, right):
-        return passed(question, f"shape {right.shape}, equal to the manual masked route, and no weights stored")
-    top_left = np.tril(np.ones(mask.shape, dtype=bool))
-    T, S = mask.shape
-    diagonal = np.eye(T, S, k=S - T, dtype=bool)  # each query's own position
-    mistake = first_match(a, [
-        (lambda: _attend(scores, vf), "that is attention without the mask: pass it as attn_mask"),
-        (lambda: _attend(np.where(top_left, scores, -np.inf), vf),
-         "your mask (or is_causal=True) is aligned top-left: query t sees keys 0..t. Here the T queries are the "
-         "last T of the S positions, so query t sees keys 0..S-T+t; is_causal=True cannot express that, a boolean "
-         "attn_mask can"),
-        # a row with no allowed key: NaN in NumPy, zeros from recent PyTorch versions
-        (lambda: np.nan_to_num(_attend(np.where(~mask, scores, -np.inf), vf)),
-         "the mask is inverted: for SDPA True means take part"),
-        (lambda: _attend(np.where(mask & ~diagonal, scores, -np.inf), vf),
-         "in your mask a query cannot see itself: causal means every key up to AND including the query's own "
-         "position (the diagonal of mha_numpy.causal_mask(T, S) is allowed)"),
-        (lambda: _attend(scores + mask, vf), "a float mask is ADDED to the scores (0 or 1 here), it blocks nothing; "
-                                             "give SDPA a boolean mask, True = take part"),
-        (lambda: _attend(np.where(mask, scores / math.sqrt(qf.shape[-1]), -np.inf), vf),
-         "the scores were divided by sqrt(d) twice: SDPA already scales them, so pass q as it is"),
-    ])
-    if mistake is not None:
-        return failed(question, mistake)
-    if a.shape != right.shape:
-        return failed(question, f"expected shape (..., T, d_v) = {right.shape}, got {a.shape}")
-    if np.isnan(a).any():
-        return failed(question, "some rows are NaN: those queries could attend to nothing; which positions does your "
-                                "mask allow?")
-    return failed(question, "not causal attention for queries that come last; compare with the manual route")
-
-
-def _online_sum(row: Floats, block_size: int, rescale: bool) -> float:
-    running_max, running_sum = -math.inf, 0.0
-    for start in range(0, row.shape[0], block_size):
-        block = row[start : start + block_size]
-        new_max = max(running_max, float(block.max()))
-        factor = math.exp(running_max - new_max) if rescale else 1.0
-        running_sum = factor * running_sum + float(np.exp(block - new_max).sum())
-        running_max = new_max
-    return running_sum
-
-
-def check_online_sum(answer: Any, row: Any, block_size: int) -> Verdict:
-    """Question "online sum": the running sum after the last block, ``sum(exp(row - max(row)))``.
-
-    Recognises: no rescale of the old sum when the maximum grows, no maximum subtracted at all,
-    and the sum of the last block only.
-    """
-    question = "online sum"
-    r = reference_array("row", row, "(S,)", rank=1)
-    if r.size == 0:
-        raise ValueError("row must hold at least one score (S >= 1), got an empty row")
-    block_size = check_int("block_size", block_size)
-    a = number_answer(question, answer, "the running sum l after the last block")
-    if isinstance(a, Verdict):
-        return a
-    right = _online_sum(r, block_size, rescale=True)
-    if same(a, right):
-        return passed(
-            question, f"l = {right:.4f} = sum(exp(row - {r.max():g})): the same as a one-pass softmax denominator"
-        )
-    last = r[(len(r) - 1) // block_size * block_size :]
-    no_rescale = _online_sum(r, block_size, rescale=False)
-    mistake = first_match(a, [
-        (no_rescale,
-         "you forgot to rescale: when a block raises the running max from m to m_new, multiply "
-         "the old sum by exp(m - m_new) before adding the new block"),
-        (np.exp(r).sum(), "you summed exp(score) without subtracting the running max; l is kept relative to it"),
-        (np.exp(last - r.max()).sum(), "that is the last block only; the running sum carries every earlier block"),
-    ])
-    return failed(question, mistake or "expected sum(exp(row - max(row))), built block by block")
 
 
 # (row, block size): in the first row every block raises the maximum, in the second a later block's
@@ -439,23 +271,6 @@ def _judge_tiled(question: str, a: Floats, q: Floats, k: Floats, v: Floats, bloc
                             "p = exp(scores - m_new), then l and the output")
 
 
-def check_tiled_output(answer: Any, q: Any, k: Any, v: Any, block_size: int) -> Verdict:
-    """Question "tiled output": the numbers of a tiled attention output equal ordinary attention (no mask).
-
-    Only the numbers are compared (an array cannot show how it was computed); `check_tiled_attention`
-    runs a function and checks its memory too. Recognises: the running output not rescaled when the
-    maximum grows, the final division by the running sum forgotten, the ``1/sqrt(d)`` scale forgotten.
-    """
-    qf = reference_array("q", q, "(..., T, d)", min_rank=2)
-    kf = reference_array("k", k, "(..., S, d)", min_rank=2)
-    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
-    block_size = check_int("block_size", block_size)
-    a = array_answer("tiled output", answer, "your tiled output (..., T, d_v)")
-    if not isinstance(a, Verdict):
-        a = np.asarray(a)
-    return a if isinstance(a, Verdict) else _judge_tiled("tiled output", a, qf, kf, vf, block_size)
-
-
 def _peak_bytes(run: Callable[[], Any]) -> tuple[int, Any]:
     """The most memory NumPy held at once while ``run()`` ran (tracemalloc), and what it returned."""
     was_tracing = tracemalloc.is_tracing()
@@ -481,8 +296,8 @@ def check_tiled_attention(tiled: Any) -> Verdict:
     """Question "tiled attention": ``tiled(q, k, v, block_size) -> (..., T, d_v)``, run and measured.
 
     The function must not call the library's ``tiled_attention``; on `TILED_PROBLEMS` its numbers must
-    equal ordinary attention (with the mistakes of `check_tiled_output` named, and a short last
-    block dropped) and come back as a float64 NumPy array; it must not hand the work to torch
+    equal ordinary attention (with the mistakes of `_judge_tiled` named, a short last block dropped
+    among them) and come back as a float64 NumPy array; it must not hand the work to torch
     (whose memory tracemalloc does not see), and on T = 128, S = 2048 its peak memory must stay
     below half of one float64 ``(T, S)`` matrix.
     """

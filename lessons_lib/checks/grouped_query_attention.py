@@ -42,9 +42,7 @@ from lessons_lib.validation import check_int, group_size
 __all__ = [
     "check_bytes_per_token",
     "check_cache_bytes",
-    "check_group_size",
     "check_kv_head_function",
-    "check_kv_head_mapping",
     "check_pool_kv_columns",
     "check_repeat_kv",
 ]
@@ -157,32 +155,6 @@ def check_cache_bytes(
 
 
 # ----- which K/V head each query head reads ---------------------------------------------------
-def check_group_size(answer: Any, heads: int, kv_heads: int) -> Verdict:
-    """Question "group size": how many query heads share one K/V head (``g``)?"""
-    question = "group size"
-    right = group_size(heads, kv_heads)
-    value = int_answer(question, answer, "the number of query heads that share one K/V head (an integer)")
-    if isinstance(value, Verdict):
-        number = number_answer(question, answer, "")
-        if value.answered and not isinstance(number, Verdict) and same(number, kv_heads / heads) and kv_heads != heads:
-            return failed(question, f"{number!r} is h_kv / h, a fraction of a head; g counts the query heads that "
-                                    "share one K/V head, and is an int")
-        return value
-    if value == right:
-        return passed(question, f"g = h / h_kv = {heads} / {kv_heads} = {right} query heads per K/V head")
-    if value == kv_heads:
-        return failed(
-            question,
-            f"{value} is h_kv, the number of K/V heads; g counts how many query heads share each one "
-            f"(this is why we never call h_kv 'groups')",
-        )
-    if value == heads:
-        return failed(question, f"{value} is h, the number of all query heads; how many of them share one K/V head?")
-    if value == kv_heads // heads:
-        return failed(question, f"{value} is h_kv / h rounded down, a fraction of a head; g counts query heads")
-    return failed(question, f"{value} is not right; g is how many of the h={heads} query heads read the same K/V head")
-
-
 def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> Verdict:
     g = group_size(heads, kv_heads)
     floats = None if answer is None else _whole_floats(answer)
@@ -229,11 +201,6 @@ def _whole_floats(answer: Any) -> str | None:
     if array.dtype.kind != "f" or array.size == 0 or not np.all(np.isfinite(array)):
         return None
     return str(array.dtype) if bool(np.all(array == np.round(array))) else None
-
-
-def check_kv_head_mapping(answer: Any, heads: int, kv_heads: int) -> Verdict:
-    """Question "K/V head mapping": for each query head ``i``, which K/V head does it read? (``h`` integers)"""
-    return _mapping_verdict("K/V head mapping", answer, heads, kv_heads)
 
 
 def check_kv_head_function(function: Any) -> Verdict:

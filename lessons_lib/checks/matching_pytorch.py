@@ -8,10 +8,10 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   question, a ``(1, T, S)`` or ``(B * h, T, S)`` one, float masks (inverted additive, 0/1 numbers,
   NaN from ``0 * -inf``; a right additive mask is refused too: the question asks for booleans, as
   the key padding question does).
-- `check_key_padding_mask`: ``key_padding_mask (B, S)`` from per-sequence lengths; the inverted
-  convention, a ``(B, T)`` mask, a transposed one, an off-by-one, 0/1 numbers or floats.
-  `check_key_padding_function` checks a function ``(lengths, S) -> (B, S)`` the same way, on the
-  lesson's batch and on one of its own (a mask typed by hand serves one batch only).
+- `check_key_padding_function`: a function ``(lengths, S) -> (B, S)`` that builds
+  ``key_padding_mask`` from per-sequence lengths, tried on the lesson's batch and on one of its own
+  (a mask typed by hand serves one batch only); the inverted convention, a ``(B, T)`` mask, a
+  transposed one, an off-by-one, 0/1 numbers or floats.
 - `check_float_mask`: the additive mask from ``allowed`` (``(T, S)``), or from ``allowed`` and the
   context lengths together (``(B, 1, T, S)``, for SDPA); 1/0 or 0/1 numbers, the sign flipped, -inf
   where allowed, NaN from ``(~allowed) * -inf``, an anti-causal mask, one of the two parts missing,
@@ -21,10 +21,8 @@ this lesson warns about that it equals; a "not yet" message never spells out the
   judged by its effect in the mask's own dtype: it passes when ``exp`` sends a blocked key's weight to
   exactly 0 (saying only that it blocks: a row blocked everywhere is a later Predict) and is refused,
   with the weight it leaves, when it does not.
-- `check_causal_mha`: a function that calls ``nn.MultiheadAttention`` so that it equals our causal
-  layer; no mask, the mask not inverted, the diagonal blocked, an anti-causal mask, a tuple or the
-  weights returned, a NumPy array returned, a mask built for one length only.
-- `check_cached_causal_mha`: the same call for ``T`` new tokens after ``S - T`` cached ones (the
+- `check_cached_causal_mha`: a function that calls ``nn.MultiheadAttention`` so that it equals our
+  causal layer for ``T`` new tokens after ``S - T`` cached ones (the
   bottom-right ``(T, S)`` mask over past and new together); the past left out, the top-left
   triangle, the order of past and new swapped, all ``S`` rows returned, sizes or a layer taken from
   the notebook instead of the arguments, a transposed mask, past and new joined on the wrong axis, a
@@ -67,10 +65,8 @@ from lessons_lib.validation import check_int
 __all__ = [
     "BLOCKING_MARGIN",
     "check_cached_causal_mha",
-    "check_causal_mha",
     "check_float_mask",
     "check_key_padding_function",
-    "check_key_padding_mask",
     "check_mha_mask",
 ]
 
@@ -271,22 +267,6 @@ def _lengths(lengths: Any, S: int) -> NDArray[np.int64]:
     if not (sizes.ndim == 1 and sizes.dtype.kind in "iu") or not ((0 <= sizes) & (sizes <= S)).all():
         raise ValueError(f"lengths must be a 1-D integer array with entries in 0 .. S = {S}, got {lengths!r}")
     return sizes.astype(np.int64)
-
-
-def check_key_padding_mask(mask: Any, lengths: Any, S: int, T: int | None = None) -> Verdict:
-    """Question "key padding mask": ``(B, S)`` booleans, True at the padding of each sequence.
-
-    ``lengths (B,)`` are the real lengths (each at most ``S``); ``T`` (optional, the query length)
-    lets the checker recognise a mask built over the queries instead of the keys.
-    """
-    question = "key padding mask"
-    S = check_int("S", S, low=0)  # NumPy integers too
-    sizes = _lengths(lengths, S)
-    answer = mask_answer(question, mask, "a boolean (B, S) mask, True = padding")
-    if isinstance(answer, Verdict):
-        return answer
-    verdict = _padding_verdict(question, answer, sizes, S, T)
-    return _torch_only(question, verdict, mask, lengths, "nn.MultiheadAttention(key_padding_mask=...)")
 
 
 def _padding_verdict(question: str, answer: NDArray[Any], sizes: NDArray[np.int64], S: int, T: int | None) -> Verdict:
@@ -577,92 +557,11 @@ def _attention(queries: Floats, sources: Floats, layer: Layer, allowed: Bools | 
     return out if biases[3] is None else out + biases[3]
 
 
-def _self_attention(x: Floats, weights: list[Floats], biases: list[Floats | None], heads: int,
-                    allowed: Bools | None, empty_row: float) -> Floats:
-    """Self-attention ``x (B, T, D) -> (B, T, D)``."""
-    return _attention(x, x, (weights, biases, heads), allowed, empty_row)
-
-
 def _same_with_nan(answer: Floats, expected: Floats) -> bool:
     """`same`, except that NaN matches NaN (a row that PyTorch returns as NaN)."""
     if answer.shape != expected.shape or not np.array_equal(np.isnan(answer), np.isnan(expected)):
         return False
     return same(np.nan_to_num(answer, nan=0.0), np.nan_to_num(expected, nan=0.0))
-
-
-def check_causal_mha(function: Any, mha: Any, x: Any) -> Verdict:
-    """Question "causal nn.MultiheadAttention": ``function(mha, x)`` returns the output ``(B, T, D)``
-    of ``mha`` on ``x (B, T, D)`` (self-attention) with the causal mask of our layer.
-
-    Tried on ``x``, on its first ``T - 1`` tokens and on a random input of the checker's own with
-    another batch size and length (same type and dtype as ``x``), so a mask must follow the input's
-    length; the output must be of the kind ``x`` is (a tensor for a tensor, same dtype).
-    """
-    question = "causal nn.MultiheadAttention"
-    xs = reference_array("x", x, "(B, T, D)", rank=3)
-    weights, biases, heads = _mha_weights(mha)
-    if xs.shape[-1] != weights[0].shape[0] or xs.shape[1] < 2:
-        raise ValueError(f"x must be (B, T, D) with D = {weights[0].shape[0]} and T >= 2, got {xs.shape}")
-    what = "the body: call mha so that it matches our causal layer, and return its output (B, T, D)"
-    B, T, D = xs.shape
-    own = np.random.default_rng(7).normal(size=(B + 1, T + 2, D))  # an input the notebook does not hold
-    own_x = x.new_tensor(own) if hasattr(x, "new_tensor") else own.astype(as_numpy(x).dtype)  # x's kind and dtype
-    verdict = failed(question, "no input tried")
-    for inputs in (x, x[:, :-1], own_x):
-        result = function_answer(question, function, (mha, inputs), what)
-        size = reference_array("x", inputs, "(B, T, D)", rank=3)
-        verdict = _causal_verdict(question, result, size, weights, biases, heads)
-        if verdict.ok:  # the right numbers: are they the right kind (a tensor of x's dtype)?
-            kind = same_kind(question, result, inputs)
-            verdict = verdict if kind is None else kind
-        if not verdict.ok:
-            if inputs is x:
-                return verdict
-            return failed(question, f"right for the lesson's x (B, T) = {(B, T)} but not for (B, T) = "
-                                    f"{size.shape[:2]} ({verdict.message}): take every size from x itself, "
-                                    "not from the lesson")
-    return verdict
-
-
-def _causal_verdict(question: str, result: Any, xs: Floats, weights: list[Floats], biases: list[Floats | None],
-                    heads: int) -> Verdict:
-    if isinstance(result, Verdict):
-        if "is_causal" in result.message:
-            hint = "is_causal=True is only a hint: a mask is still needed"
-            return failed(question, f"{result.message.rstrip('.')}. {hint}")
-        return result
-    if isinstance(result, tuple):
-        return failed(question, f"your function returned a tuple of {len(result)}; return the output (B, T, D) only")
-    answer = array_answer(question, result, "the output")
-    if isinstance(answer, Verdict):
-        return answer
-    B, T, D = xs.shape
-    causal = causal_mask(T)
-    if _same_with_nan(answer, _self_attention(xs, weights, biases, heads, causal, np.nan)):
-        return passed(question, "the causal mask in nn.MultiheadAttention's convention: the same output as our layer")
-    for empty_row in (np.nan, 0.0):
-        row = "NaN" if np.isnan(empty_row) else "zeros"
-        for allowed, message in (
-            (~causal, f"inverted convention: the mask blocks what it should allow (the last query, blocked "
-                      f"everywhere, came back as {row}); nn.MultiheadAttention reads True as blocked"),
-            (np.tril(np.ones((T, T), dtype=bool), k=-1),
-             f"the diagonal is blocked: a query may attend to itself (query 0, blocked everywhere, "
-             f"came back as {row})"),
-            (np.triu(np.ones((T, T), dtype=bool)),
-             "anti-causal: your mask blocks the past and lets each query see itself and the future (tril and "
-             "triu swapped); causal attention blocks the positions after the query"),
-        ):
-            if _same_with_nan(answer, _self_attention(xs, weights, biases, heads, allowed, empty_row)):
-                return failed(question, message)
-    if same(answer, _self_attention(xs, weights, biases, heads, None, np.nan)):
-        return failed(question, "no mask: every query sees every position, the future included")
-    if answer.shape in ((B, T, T), (B, heads, T, T)):
-        return failed(question, f"shape {answer.shape} looks like the attention weights; return the output (B, T, D)")
-    if answer.shape != (B, T, D):
-        return failed(question, f"expected shape (B, T, D) = {(B, T, D)}, got {answer.shape}")
-    if np.isnan(answer).any():
-        return failed(question, "some rows are NaN: a query is blocked everywhere")
-    return failed(question, "the shape is right but the numbers are not our causal layer's output")
 
 
 # ----- T new tokens after S - T cached ones ------------------------------------------------------

@@ -1,6 +1,6 @@
 """Quick check of the lesson "One head" (checkers in ``lessons_lib.checks.one_head``): the scores
 (of one sequence or a batch), the weights (with a mask, and a query that may attend to nothing), the
-causal mask, the output, a whole attention function (batched, masked) and cross-attention.
+causal mask and a whole attention function (batched, masked).
 
 Each checker compares a learner's answer with the right one and with the mistakes people make
 most often (no scale, the wrong axis, an inverted mask, ``.T`` on a batch, ...), names a recognised
@@ -38,8 +38,7 @@ from lessons_lib.checks import (
 from lessons_lib.mha_numpy import attention, causal_mask, softmax
 
 __all__ = [
-    "check_attention_function", "check_causal_mask", "check_causal_mask_function", "check_cross_attention",
-    "check_output", "check_scores", "check_weights",
+    "check_attention_function", "check_causal_mask", "check_causal_mask_function", "check_scores", "check_weights",
 ]
 
 Floats = NDArray[np.float64]
@@ -81,13 +80,6 @@ def _unknown_weights(a: Floats, expected: Floats, layout: str = "(T, S)") -> str
 
 def _unscaled(q: Floats, k: Floats) -> Floats:
     return q @ np.swapaxes(k, -1, -2)  # (..., T, d) @ (..., d, S) -> (..., T, S)
-
-
-def _mixed(scores: Floats, v: Floats, mask: Any = None, axis: int = -1) -> Floats:
-    """softmax(scores with blocked entries at -inf) @ v: the right route or, with odd arguments, a mistake."""
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    return softmax(scores, axis=axis) @ v
 
 
 def _layout(ndim: int, last: str) -> str:
@@ -496,46 +488,6 @@ def check_causal_mask_function(function: Any, T: int = 3, S: int = 5) -> Verdict
                             f"right for (T, S) = {', '.join(done)}")
 
 
-def check_output(answer: Any, q: Any, k: Any, v: Any, allowed: Any = None) -> Verdict:
-    """Question "output": the attention output ``(..., T, d_v)`` of ``q (..., T, d)``,
-    ``k (..., S, d)``, ``v (..., S, d_v)`` with an optional boolean mask (``True`` = may attend).
-
-    Recognises: NaN (an empty row), the weights instead of the output, no scale, scaling by
-    ``d``, softmax over the query axis, ``weights.T @ v``, the mask ignored or inverted.
-    """
-    question = "output"
-    qf = reference_array("q", q, "(..., T, d)", min_rank=2)
-    kf = reference_array("k", k, "(..., S, d)", min_rank=2)
-    vf = reference_array("v", v, "(..., S, d_v)", min_rank=2)
-    mask = None if allowed is None else reference_mask("allowed", allowed, "(..., T, S)")
-    expected, weights = attention(qf, kf, vf, mask)
-    a = array_answer(question, answer, f"the attention output, an array of shape (T, d_v) = {expected.shape}")
-    if isinstance(a, Verdict):
-        return a
-    if same(a, expected):
-        return passed(question, f"one weighted mixture of the values per query, shape {expected.shape}")
-    if np.isnan(a).any():
-        return failed(question, f"your output contains {NAN}")
-    d = qf.shape[-1]
-    raw = _unscaled(qf, kf)
-    candidates: list[tuple[Any, str]] = [
-        (weights, "these are the attention weights (T, S); the output mixes the values with them"),
-        (lambda: _mixed(raw, vf, mask), f"you forgot the scale 1/sqrt(d) (d={d}) on the scores"),
-        (lambda: _mixed(raw / d, vf, mask), "you scaled the scores by 1/d instead of 1/sqrt(d)"),
-        (lambda: _mixed(raw / math.sqrt(d), vf, mask, axis=-2),
-         "your softmax ran over the query axis; it must run over the source axis (axis=-1)"),
-        (lambda: np.swapaxes(weights, -1, -2) @ vf, "you used weights.T @ v; the weights are already (T, S)"),
-    ]
-    if mask is not None:
-        candidates += [
-            (lambda: _mixed(raw / math.sqrt(d), vf), "the mask was not applied: blocked scores must be -inf"),
-            (lambda: _mixed(raw / math.sqrt(d), vf, ~mask),
-             "inverted mask: each query attends exactly where it must not. True = may attend"),
-        ]
-    mistake = first_match(a, candidates)
-    return failed(question, mistake or _unknown("(T, d_v)", expected.shape, a.shape))
-
-
 BORROWED = ("your function calls {name}, a finished attention that does the work this exercise asks you to write: "
             "build it from NumPy operations yourself (a softmax helper is fine)")
 # Widths the lesson's arrays have (q, k of section 1 and the exercises): a scale copied from them
@@ -806,37 +758,3 @@ def check_attention_function(function: Any) -> Verdict:
                             "mask, for 2-D arrays, a batch and a batch of heads")
 
 
-def check_cross_attention(answer: Any, asking: Any, read: Any, w_q: Any, w_k: Any, w_v: Any) -> Verdict:
-    """Question "cross-attention": the output when the stream ``asking (T, D)`` reads the stream
-    ``read (S, D)``, with the projections ``w_q, w_k, w_v (D, D)``; shape ``(T, D)``.
-
-    Recognises: the other direction, self-attention of either stream, no projections, the weights.
-    """
-    question = "cross-attention"
-    ask = reference_array("asking", asking, "(T, D)", rank=2)
-    src = reference_array("read", read, "(S, D)", rank=2)
-    wq, wk, wv = (reference_array(n, w, "(D, D)", rank=2) for n, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
-    D = ask.shape[1]
-    if src.shape[1] != D or any(w.shape != (D, D) for w in (wq, wk, wv)):
-        raise ValueError(
-            f"asking (T, D) and read (S, D) must share D, and w_q, w_k, w_v must be (D, D) = ({D}, {D}); got "
-            f"asking {ask.shape}, read {src.shape}, w_q {wq.shape}, w_k {wk.shape}, w_v {wv.shape}"
-        )
-    a = array_answer(question, answer, "the cross-attention output, an array with one row per query")
-    if isinstance(a, Verdict):
-        return a
-    expected, weights = attention(ask @ wq, src @ wk, src @ wv)
-    if same(a, expected):
-        return passed(question, f"queries from the stream that asks, keys and values from the other: {expected.shape}")
-    mistake = first_match(a, [
-        (lambda: attention(src @ wq, ask @ wk, ask @ wv)[0],
-         "that is the other direction: queries come from the stream that asks, keys and values from the one it reads"),
-        (lambda: attention(ask @ wq, ask @ wk, ask @ wv)[0],
-         "that is self-attention of the asking stream: its keys and values must come from the stream it reads"),
-        (lambda: attention(src @ wq, src @ wk, src @ wv)[0], "that is self-attention of the stream being read"),
-        (lambda: attention(ask, src, src)[0], "you skipped the projections w_q, w_k, w_v"),
-        (weights, "these are the attention weights; the question asks for the output"),
-    ])
-    if mistake is None and a.shape == expected.shape:
-        mistake = "right shape, other values: check which stream gives queries, keys and values, and each projection"
-    return failed(question, mistake or f"expected one row per query of the asking stream; yours has shape {a.shape}")

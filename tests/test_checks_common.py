@@ -269,6 +269,13 @@ _induction_model = induction.InductionModel(
 )
 _repeats = induction.repeated_tokens(3, 5, 2, seed=0)
 
+
+def _fresh(*shapes: tuple[int, ...]) -> list[NDArray[np.float64]]:
+    """Arrays drawn when a checker runs, from a generator of their own: the same whatever ran before."""
+    rng = np.random.default_rng(4)
+    return [rng.normal(size=shape) for shape in shapes]
+
+
 CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "scores": lambda a: oh.check_scores(a, _q, _k),
     "weights": lambda a: oh.check_weights(a, _q @ _k.T),
@@ -279,7 +286,7 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "merge": lambda a: cp.check_merge(a, _heads),
     "nn.Linear weight": lambda a: cp.check_linear_weight(a, _q),
     "nn.MultiheadAttention mask": lambda a: mp.check_mha_mask(a, mha_numpy.causal_mask(3, 5)),
-    "head contribution": lambda a: cp.check_head_contribution(lambda x, w, i: a, _heads, _rng.normal(size=(4, 4))),
+    "head contribution": lambda a: cp.check_head_contribution(lambda x, w, i: a, _heads, *_fresh((4, 4))),
     "sequence-first merge": lambda a: cp.check_time_major_merge(lambda f, n: a, _heads.reshape(4, 3, 2), 2),
     "weight entries": lambda a: ih.check_weight_entries(a, B=2, h=4, T=3, S=5),
     "head count": lambda a: ih.check_head_count(a, 16, 4),
@@ -289,10 +296,9 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "MLA cache": lambda a: la.check_mla_cache_elements(a, **_mla),
     "GQA equivalent": lambda a: la.check_equivalent_kv_heads(a, latent_width=8, rope_width=4, head_dim=4),
     "scores against the latent": lambda a: la.check_query_latent_scores(
-        lambda q, latent, w_uk: a, *(_rng.normal(size=shape) for shape in ((1, 3, 4), (4, 2), (2, 4, 3), (2, 2, 3)))),
+        lambda q, latent, w_uk: a, *_fresh((1, 3, 4), (4, 2), (2, 4, 3), (2, 2, 3))),
     "MQA over the latent": lambda a: la.check_latent_as_mqa(
-        lambda *args: a, *(_rng.normal(size=shape) for shape in ((1, 2, 3, 3), (1, 2, 3, 2), (1, 3, 2), (1, 3, 2),
-                                                                 (2, 2, 3)))),
+        lambda *args: a, *_fresh((1, 2, 3, 3), (1, 2, 3, 2), (1, 3, 2), (1, 3, 2), (2, 2, 3))),
     "block": lambda a: hw.check_block_function(lambda x, block: a),
     "RMSNorm": lambda a: hw.check_rms_norm_function(lambda z, gain: a),
     "induction score": lambda a: hw.check_induction_function(lambda weights, L: a),

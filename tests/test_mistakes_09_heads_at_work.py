@@ -108,13 +108,15 @@ def _no_gain_bias(x: Floats, block: Block) -> Floats:
 
 
 def _norm_over_positions(x: Floats, block: Block) -> Floats:
-    def norm(z: Floats, gain: Floats, bias: Floats) -> Floats:
+    def norm(z: Floats, gain: Floats, bias: Floats | None) -> Floats:
         mean = z.mean(axis=1, keepdims=True)
-        out: Floats = (z - mean) / np.sqrt(z.var(axis=1, keepdims=True) + 1e-5) * gain + bias
+        out: Floats = (z - mean) / np.sqrt(z.var(axis=1, keepdims=True) + 1e-5) * gain + (0.0 if bias is None else bias)
         return out
 
-    x1 = x + block.attention(norm(x, block.norm1_gain, block.norm1_bias), allowed=causal_mask(x.shape[1]))[0]
-    return x1 + block.ffn(norm(x1, block.norm2_gain, block.norm2_bias))
+    attended: Floats = block.attention(norm(x, block.norm1_gain, block.norm1_bias), allowed=causal_mask(x.shape[1]))[0]
+    x1: Floats = x + attended
+    result: Floats = x1 + block.ffn(norm(x1, block.norm2_gain, block.norm2_bias))
+    return result
 
 
 BLOCK = "09 YT1 block"
@@ -149,7 +151,8 @@ BLOCK_ROWS: list[tuple[str, BlockFunction, str, bool]] = [
 RmsFunction = Callable[..., Any]
 
 
-def _prms(k_of: Callable[[float, int], int] = lambda p, n: math.ceil(p * n), eps_of: Callable[[float], float] = lambda e: e,
+def _prms(k_of: Callable[[float, int], int] = lambda p, n: math.ceil(p * n),
+          eps_of: Callable[[float], float] = lambda e: e,
           square_mean: Callable[[Floats], Floats] | None = None, last: bool = False) -> RmsFunction:
     """pRMSNorm with the choices a learner makes: how k is found, which eps, the mean, first or last k."""
 
@@ -197,7 +200,8 @@ RMS_ROWS: list[tuple[str, RmsFunction, str, bool]] = [
     ("k = floor(p * n)", _prms(k_of=lambda p, n: int(p * n)), "k = floor(p * width)", True),
     ("k = round(p * n)", _prms(k_of=lambda p, n: max(1, round(p * n))), "k = floor(p * width)", True),
     ("the last k features", _prms(last=True), "the last k features", True),
-    ("only the first k returned", lambda z, g, p, eps=1e-5: _right_prms(z, g, p, eps)[..., : math.ceil(p * z.shape[-1])],
+    ("only the first k returned",
+     lambda z, g, p, eps=1e-5: _right_prms(z, g, p, eps)[..., : math.ceil(p * z.shape[-1])],
      "returned only the first k", True),
     ("the k squares summed, divided by n", lambda z, g, p, eps=1e-5: _prms(
         square_mean=lambda part: (part**2).sum(axis=-1, keepdims=True) / z.shape[-1])(z, g, p, eps),
@@ -460,7 +464,8 @@ RIGHT: list[RightAnswer] = [
         lambda w, o, q: np.mean([w[:, :, t, t - o] for t in q], axis=(0, 1)))),
     RightAnswer(REPEAT, "a log-softmax and take_along_axis", lambda: check_repeat_loss_function(_right_repeat_loss)),
     RightAnswer(REPEAT, "torch cross_entropy", lambda: check_repeat_loss_function(_repeat_loss_torch)),
-    RightAnswer(REPEAT, "np.log of a softmax, fancy indexing", lambda: check_repeat_loss_function(_repeat_loss_softmax)),
+    RightAnswer(REPEAT, "np.log of a softmax, fancy indexing",
+                lambda: check_repeat_loss_function(_repeat_loss_softmax)),
     RightAnswer(DOUBLE, "4.10 (rounded as the lesson prints it)", _double(lambda: 4.10, TOKENS)),
     RightAnswer(DOUBLE, "4.1", _double(lambda: 4.1, TOKENS)),
     RightAnswer(DOUBLE, "every digit", _double(lambda: _loss(PAIRS)[L:].mean())),

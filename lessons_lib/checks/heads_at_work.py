@@ -42,8 +42,8 @@ from lessons_lib.validation import check_instance, check_int
 __all__ = [
     "check_block_function",
     "check_double_ablation",
-    "check_repeat_loss_function",
     "check_offset_function",
+    "check_repeat_loss_function",
     "check_rms_norm_function",
 ]
 
@@ -180,14 +180,16 @@ def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
         x1 = x + attn(plain(x))
         return x1 + block.ffn(plain(x1))
 
-    def positions_axis(z: Floats, gain: Floats, bias: Floats) -> Floats:
+    def positions_axis(z: Floats, gain: Floats, bias: Floats | None) -> Floats:
         mean = z.mean(axis=1, keepdims=True)
         spread: Floats = np.sqrt(((z - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
-        return (z - mean) / spread * gain + bias
+        out: Floats = (z - mean) / spread * gain + (0.0 if bias is None else bias)
+        return out
 
     def norm_over_positions() -> Floats:
-        x1 = x + attn(positions_axis(x, block.norm1_gain, block.norm1_bias))
-        return x1 + block.ffn(positions_axis(x1, block.norm2_gain, block.norm2_bias))
+        x1: Floats = x + attn(positions_axis(x, block.norm1_gain, block.norm1_bias))
+        out: Floats = x1 + block.ffn(positions_axis(x1, block.norm2_gain, block.norm2_bias))
+        return out
 
     return {
         "post-norm": post_norm,

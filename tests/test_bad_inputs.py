@@ -3149,13 +3149,6 @@ BAD_INPUTS = [
         ("[RMSNorm] not yet: expected a function, got str 'rms'"),
     ),
     Bad(
-        "checks.heads_at_work.check_induction_function",
-        "check_induction_function_not_a_function",
-        lambda: heads_at_work.check_induction_function(None),
-        RETURNS,
-        ("[induction score] not answered yet: write the body: return one score per head, (h,)"),
-    ),
-    Bad(
         "checks.heads_at_work.check_double_ablation",
         "check_double_ablation_one_head",
         lambda: heads_at_work.check_double_ablation(None, induction_model, np.zeros((1, 24), dtype=np.int64), [(1, 2)]),
@@ -3252,9 +3245,16 @@ BAD_INPUTS = [
     Bad(
         "checks.heads_at_work.check_rms_norm_function",
         "check_rms_norm_function_returns_none",
-        lambda: heads_at_work.check_rms_norm_function(lambda z, gain: None),
+        lambda: heads_at_work.check_rms_norm_function(lambda z, gain, p, eps=1e-5: None),
         RETURNS,
         ("[RMSNorm] not answered yet: write the body: return an array shaped like z"),
+    ),
+    Bad(
+        "checks.heads_at_work.check_repeat_loss_function",
+        "check_repeat_loss_function_not_a_function",
+        lambda: heads_at_work.check_repeat_loss_function("loss"),
+        RETURNS,
+        ("[repeated-half loss] not yet: expected a function, got str 'loss'"),
     ),
     Bad(
         "checks.heads_at_work.check_offset_function",
@@ -3311,13 +3311,6 @@ BAD_INPUTS = [
         lambda: induction.offset_score(np.zeros((1, 2, 5, 5)), 1, [[1, 2]]),
         TypeError,
         ("queries must be a non-empty 1-D array of integer positions, got int64 (1, 2)"),
-    ),
-    Bad(
-        "checks.heads_at_work.check_induction_function",
-        "check_induction_function_wrong_shape",
-        lambda: heads_at_work.check_induction_function(lambda weights, L: weights.sum()),
-        RETURNS,
-        ("[induction score] not yet: expected one score per head, shape (4,); yours has shape ()"),
     ),
     # ----- mha_numpy ---------------------------------------------------------------------------------
     Bad(

@@ -300,12 +300,12 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "MQA over the latent": lambda a: la.check_latent_as_mqa(
         lambda *args: a, *_fresh((1, 2, 3, 3), (1, 2, 3, 2), (1, 3, 2), (1, 3, 2), (2, 2, 3))),
     "block": lambda a: hw.check_block_function(lambda x, block: a),
-    "RMSNorm": lambda a: hw.check_rms_norm_function(lambda z, gain: a),
-    "induction score": lambda a: hw.check_induction_function(lambda weights, L: a),
+    "RMSNorm": lambda a: hw.check_rms_norm_function(lambda z, gain, p, eps=1e-5: a),
+    "repeated-half loss": lambda a: hw.check_repeat_loss_function(lambda logits, tokens: a),
     "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
 }
 # None from a function: "returned None"
-FUNCTION_CHECKS = ("split", "block", "RMSNorm", "induction score", "head contribution", "sequence-first merge",
+FUNCTION_CHECKS = ("split", "block", "RMSNorm", "repeated-half loss", "head contribution", "sequence-first merge",
                    "scores against the latent", "MQA over the latent")
 
 

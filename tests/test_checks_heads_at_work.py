@@ -3,6 +3,7 @@ each recognised wrong answer gets its own message, and no "not yet" message give
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +18,8 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.heads_at_work import (
     check_block_function,
     check_double_ablation,
-    check_induction_function,
     check_offset_function,
+    check_repeat_loss_function,
     check_rms_norm_function,
 )
 from lessons_lib.induction import InductionConfig, InductionModel
@@ -169,40 +170,49 @@ def test_block_reports_a_raising_function() -> None:
     assert_not_yet(verdict, "AttributeError", "block")
 
 
-# ---- RMSNorm -----------------------------------------------------------------------------------
-def right_rms(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    out: Floats = z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps) * gain
+# ---- partial RMSNorm (pRMSNorm) ----------------------------------------------------------------
+def right_rms(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = math.ceil(p * z.shape[-1])
+    out: Floats = z / np.sqrt((z[..., :k] ** 2).mean(axis=-1, keepdims=True) + eps) * gain
     return out
 
 
-RMS_MISTAKES: list[tuple[Callable[[Floats, Floats], Any], str]] = [
-    (lambda z, g: layer_norm(z, g), "that is LayerNorm"),
-    (lambda z, g: z / ((z**2).mean(axis=-1, keepdims=True) + 1e-5) * g, "take its square root"),
-    (lambda z, g: z / np.sqrt((z**2).mean(axis=0, keepdims=True) + 1e-5) * g, "wrong axis"),
-    (lambda z, g: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + 1e-5) * g, "you summed the squares"),
-    (lambda z, g: z / np.sqrt((z**2).mean() + 1e-5) * g, "one mean over the whole array"),
-    (lambda z, g: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) / 6 + 1e-5) * g,
-     "not for z of shape (5, 10) (float32): you divided the sum of squares by 6, a fixed width"),
-    (lambda z, g: right_rms(z, g).astype(np.float64), "returned float64"),
-    (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5), "gain is missing"),
-    (lambda z, g: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5) + g, "you added the gain"),
-    (lambda z, g: z / np.sqrt(z.var(axis=-1, keepdims=True) + 1e-5) * g, "standard deviation"),
-    (lambda z, g: right_rms(z, g)[..., :2], "keeps z's shape"),
-    (lambda z, g: z, "not RMSNorm"),
+def _head(z: Floats, p: float) -> Floats:
+    return z[..., : math.ceil(p * z.shape[-1])]
+
+
+RmsFunction = Callable[..., Any]
+RMS_MISTAKES: list[tuple[RmsFunction, str]] = [
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps) * g, "plain RMSNorm"),
+    (lambda z, g, p, eps=1e-5: right_rms(z, g, math.floor(p * z.shape[-1]) / z.shape[-1], eps), "floor(p * width)"),
+    (lambda z, g, p, eps=1e-5: layer_norm(z, g), "you computed LayerNorm"),
+    (lambda z, g, p, eps=1e-5: z / ((_head(z, p) ** 2).mean(axis=-1, keepdims=True) + eps) * g,
+     "take its square root"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((_head(z, p) ** 2).sum(axis=-1, keepdims=True) + eps) * g,
+     "you summed the k squares"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((_head(z, p) ** 2).mean() + eps) * g, "one mean over the whole array"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((_head(z, p) ** 2).mean(axis=-1) + eps) * g, "keepdims=True"),
+    (lambda z, g, p, eps=1e-5: right_rms(z, g, p, eps).astype(np.float64), "returned float64"),
+    (lambda z, g, p, eps=1e-5: right_rms(z, np.ones_like(g), p, eps), "gain is missing"),
+    (lambda z, g, p, eps=1e-5: right_rms(z, np.ones_like(g), p, eps) + g, "you added the gain"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt(_head(z, p).var(axis=-1, keepdims=True) + eps) * g, "standard deviation"),
+    (lambda z, g, p, eps=1e-5: right_rms(z, g, p, eps)[..., :3], "keeps z's shape"),
+    (lambda z, g, p, eps=1e-5: z, "right shape, wrong numbers"),
 ]
 
 
 def test_rms_blank_and_right() -> None:
-    def blank(z: Floats, gain: Floats) -> Any: ...
+    def blank(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Any: ...
 
     assert_unanswered(check_rms_norm_function(blank), "RMSNorm")
     assert check_rms_norm_function(right_rms).ok
-    float32 = check_rms_norm_function(lambda z, g: right_rms(z.astype(np.float32), g.astype(np.float32)))
+    float32 = check_rms_norm_function(
+        lambda z, g, p, eps=1e-5: right_rms(z.astype(np.float32), g.astype(np.float32), p, eps))
     assert_not_yet(float32, "was given float64 numbers and returned float32", "RMSNorm")
 
 
 @pytest.mark.parametrize(("function", "phrase"), RMS_MISTAKES, ids=[p for _, p in RMS_MISTAKES])
-def test_rms_mistakes(function: Callable[[Floats, Floats], Any], phrase: str) -> None:
+def test_rms_mistakes(function: RmsFunction, phrase: str) -> None:
     assert_not_yet(check_rms_norm_function(function), phrase, "RMSNorm")
 
 
@@ -210,67 +220,42 @@ def test_rms_mistakes_are_told_apart() -> None:
     assert_distinct([check_rms_norm_function(f) for f, _ in RMS_MISTAKES])
 
 
-# ---- induction score ---------------------------------------------------------------------------
-def right_induction(weights: Floats, L: int) -> Floats:
-    t = np.arange(L, weights.shape[-1])
-    out: Floats = weights[..., t, t - L + 1].mean(axis=(0, 2))
-    return out
+# ---- the repeated half's loss from the logits ------------------------------------------------------
+def right_repeat_loss(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-np.take_along_axis(log_p, tokens[:, 1:, None], axis=-1)[:, half:, 0].mean())
 
 
-def _picked(offset: int, start: int = 0) -> Callable[[Floats, int], Floats]:
-    """Mean of weights[..., t, t - L + offset] over the batch and t = L - start .. T-1."""
+def test_repeat_loss_blank_right_and_borrowed() -> None:
+    def blank(logits: Floats, tokens: Any) -> Any: ...
 
-    def score(weights: Floats, L: int) -> Floats:
-        t = np.arange(L - start, weights.shape[-1])
-        out: Floats = weights[..., t, t - L + offset].mean(axis=(0, 2))
-        return out
-
-    return score
+    assert_unanswered(check_repeat_loss_function(blank), "repeated-half loss")
+    assert check_repeat_loss_function(right_repeat_loss).ok
+    borrowed = check_repeat_loss_function(lambda logits, tokens: induction.loss_per_position(MODEL, tokens))
+    assert_not_yet(borrowed, "calls the library's loss_per_position", "repeated-half loss")
 
 
-def _previous(weights: Floats, L: int) -> Floats:
-    t = np.arange(L, weights.shape[-1])
-    out: Floats = weights[..., t, t - 1].mean(axis=(0, 2))
-    return out
+def test_repeat_loss_matches_the_library_on_a_model() -> None:
+    tokens = induction.repeated_tokens(8, 7, 3, seed=3)
+    logits, _ = induction.run(MODEL, tokens[:, :-1], ablate=PAIRS)
+    library = induction.loss_per_position(MODEL, tokens, ablate=PAIRS)[3:].mean()
+    assert np.isclose(right_repeat_loss(logits, tokens), library)
 
 
-def _first_sizes_only(weights: Floats, L: int) -> Floats:
-    return right_induction(weights, L) if weights.shape[1] == 4 else np.zeros(weights.shape[1])
-
-
-INDUCTION_MISTAKES: list[tuple[Callable[[Floats, int], Any], str]] = [
-    (_picked(0), "earlier copy of the token itself"),
-    (_previous, "previous token (t - 1)"),
-    (_picked(1, start=1), "start at t = L"),
-    (lambda w, L: right_induction(w, L) * (w.shape[0] * (w.shape[-1] - L)), "you summed"),
-    (lambda w, L: w[..., np.arange(L, w.shape[-1]), np.arange(1, w.shape[-1] - L + 1)].mean(axis=2),
-     "average over the batch as well"),
-    (lambda w, L: right_induction(w, L).mean(), "keep the head axis"),
-    (lambda w, L: np.zeros(7), "one score per head, shape"),
-    (_first_sizes_only, "with other sizes (T=7, L=3)"),
-    (lambda w, L: right_induction(w, L) + 0.5, "not the induction score"),
+REPEAT_MISTAKES: list[tuple[Callable[[Floats, Any], Any], str]] = [
+    (lambda logits, tokens: right_repeat_loss(logits, np.concatenate([tokens[:, :1], tokens], axis=1)[:, :-1]),
+     "the token at position t itself"),
+    (lambda logits, tokens: -right_repeat_loss(logits, tokens), "the sign"),
+    (lambda logits, tokens: 2 * right_repeat_loss(logits, tokens), "is not it"),
+    (lambda logits, tokens: np.full(3, right_repeat_loss(logits, tokens)), "expected one number"),
 ]
 
 
-def test_induction_blank_right_and_borrowed() -> None:
-    def blank(weights: Floats, L: int) -> Any: ...
-
-    assert_unanswered(check_induction_function(blank), "induction score")
-    assert check_induction_function(right_induction).ok
-    borrowed = check_induction_function(lambda w, L: induction.induction_score(w, L))
-    assert_not_yet(borrowed, "calls the library's induction_score", "induction score")
-    from lessons_lib.induction import induction_score as alias
-
-    assert_not_yet(check_induction_function(lambda w, L: alias(w, L)), "calls the library's", "induction score")
-
-
-@pytest.mark.parametrize(("function", "phrase"), INDUCTION_MISTAKES, ids=[p for _, p in INDUCTION_MISTAKES])
-def test_induction_mistakes(function: Callable[[Floats, int], Any], phrase: str) -> None:
-    assert_not_yet(check_induction_function(function), phrase, "induction score")
-
-
-def test_induction_mistakes_are_told_apart() -> None:
-    assert_distinct([check_induction_function(f) for f, _ in INDUCTION_MISTAKES])
+@pytest.mark.parametrize(("function", "phrase"), REPEAT_MISTAKES, ids=[p for _, p in REPEAT_MISTAKES])
+def test_repeat_loss_mistakes(function: Callable[[Floats, Any], Any], phrase: str) -> None:
+    assert_not_yet(check_repeat_loss_function(function), phrase, "repeated-half loss")
 
 
 # ---- double ablation ---------------------------------------------------------------------------

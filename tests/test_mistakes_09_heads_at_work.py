@@ -1,19 +1,21 @@
 """Lesson 09's typical mistakes: each wrong answer a learner is likely to hand in to a Quick-check
 exercise of "Heads at work", and the words its diagnosis must contain (format in `mistake_table`).
 
-The answers to Your turn 4 are computed on the lesson's own model. The right answers use its whole
-evaluation batch, so that the numbers are the ones a learner sees (4.10 nats, rounded as the lesson
-prints it, is accepted); the mistakes use its first 64 sequences, which keeps the table quick (each
-check runs the model several times) and diagnoses them just the same.
+Your turn 4's functions are tried by the checker on logits of its own. The double-ablation checker
+(no longer an exercise) is tried on the lesson's own model: its right answers use the whole
+evaluation batch (4.10 nats, rounded as the lesson printed it, is accepted); its mistakes use the
+first 64 sequences, which keeps the table quick and diagnoses them just the same.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
 from numpy.typing import NDArray
 
@@ -23,11 +25,11 @@ from lessons_lib.checks import Verdict
 from lessons_lib.checks.heads_at_work import (
     check_block_function,
     check_double_ablation,
-    check_induction_function,
     check_offset_function,
+    check_repeat_loss_function,
     check_rms_norm_function,
 )
-from lessons_lib.mha_numpy import causal_mask
+from lessons_lib.mha_numpy import causal_mask, softmax
 
 Floats = NDArray[np.floating[Any]]
 BlockFunction = Callable[[Floats, Block], Any]
@@ -97,6 +99,26 @@ def _ones_like_stream(x: Floats, block: Block) -> Floats:
     return 2 * x
 
 
+def _no_gain_bias(x: Floats, block: Block) -> Floats:
+    def plain(z: Floats) -> Floats:
+        return layer_norm(z, np.ones(z.shape[-1]))
+
+    x1 = x + block.attention(plain(x), allowed=causal_mask(x.shape[1]))[0]
+    return x1 + block.ffn(plain(x1))
+
+
+def _norm_over_positions(x: Floats, block: Block) -> Floats:
+    def norm(z: Floats, gain: Floats, bias: Floats | None) -> Floats:
+        mean = z.mean(axis=1, keepdims=True)
+        out: Floats = (z - mean) / np.sqrt(z.var(axis=1, keepdims=True) + 1e-5) * gain + (0.0 if bias is None else bias)
+        return out
+
+    attended: Floats = block.attention(norm(x, block.norm1_gain, block.norm1_bias), allowed=causal_mask(x.shape[1]))[0]
+    x1: Floats = x + attended
+    result: Floats = x1 + block.ffn(norm(x1, block.norm2_gain, block.norm2_bias))
+    return result
+
+
 BLOCK = "09 YT1 block"
 BLOCK_ROWS: list[tuple[str, BlockFunction, str, bool]] = [
     ("an inverted mask (PyTorch's True = blocked)", _block(_attend(mask=lambda T: ~causal_mask(T))),
@@ -118,94 +140,92 @@ BLOCK_ROWS: list[tuple[str, BlockFunction, str, bool]] = [
     ("right for one size only", _first_sizes_only, "right for the first sizes, not with others", True),
     ("converts to float32", lambda x, block: right_block(x.astype(np.float32), block).astype(np.float32),
      "returned float32", True),
+    ("LayerNorm without its gain and bias", _no_gain_bias,
+     "leave out the learned gain and bias", True),
+    ("LayerNorm over the positions (axis 1)", _norm_over_positions, "averages over the positions", True),
     ("something else (2 x)", _ones_like_stream, "not the pre-norm block", False),
 ]
 
 
-# ---- Your turn 3: RMSNorm ------------------------------------------------------------------------
-def _rms(z: Floats, gain: Floats, square_mean: Callable[[Floats], Floats] | None = None, eps: float = 1e-5) -> Floats:
-    ms = (z**2).mean(axis=-1, keepdims=True) if square_mean is None else square_mean(z)
-    out: Floats = z / np.sqrt(ms + eps) * gain
+# ---- Your turn 3: partial RMSNorm (pRMSNorm) ------------------------------------------------------
+RmsFunction = Callable[..., Any]
+
+
+def _prms(k_of: Callable[[float, int], int] = lambda p, n: math.ceil(p * n),
+          eps_of: Callable[[float], float] = lambda e: e,
+          square_mean: Callable[[Floats], Floats] | None = None, last: bool = False) -> RmsFunction:
+    """pRMSNorm with the choices a learner makes: how k is found, which eps, the mean, first or last k."""
+
+    def function(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+        k = k_of(p, z.shape[-1])
+        part = z[..., -k:] if last else z[..., :k]
+        ms = (part**2).mean(axis=-1, keepdims=True) if square_mean is None else square_mean(part)
+        out: Floats = z / np.sqrt(ms + eps_of(eps)) * gain
+        return out
+
+    return function
+
+
+_right_prms = _prms()
+
+
+def _prms_no_keepdims(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = math.ceil(p * z.shape[-1])
+    out: Floats = z / np.sqrt((z[..., :k] ** 2).mean(axis=-1) + eps) * gain
     return out
 
 
-def _right_rms(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    return _rms(z, gain, eps=eps)
-
-
-def _eps_ignored(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    return _rms(z, gain)
-
-
-def _no_eps(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    return _rms(z, gain, eps=0.0)
-
-
-def _rms_by_sum(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    return _rms(z, gain, lambda z: (z**2).sum(axis=-1, keepdims=True) / z.shape[-1], eps)
-
-
-def _eps_outside(z: Floats, gain: Floats, eps: float = 1e-5) -> Floats:
-    out: Floats = z / (np.sqrt((z**2).mean(axis=-1, keepdims=True)) + eps) * gain
+def _prms_eps_outside(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = math.ceil(p * z.shape[-1])
+    out: Floats = z / (np.sqrt((z[..., :k] ** 2).mean(axis=-1, keepdims=True)) + eps) * gain
     return out
 
 
-RMS = "09 YT3 RMSNorm"
-RMS_ROWS: list[tuple[str, Callable[[Floats, Floats], Any], str, bool]] = [
-    ("a sum of squares instead of their mean", lambda z, g: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True)),
-     "you summed the squares", True),
-    ("LayerNorm (the mean subtracted)", lambda z, g: layer_norm(z, g), "that is LayerNorm", True),
-    ("no square root", lambda z, g: z / ((z**2).mean(axis=-1, keepdims=True) + 1e-5) * g, "take its square root", True),
-    ("the mean over axis 0", lambda z, g: _rms(z, g, lambda z: (z**2).mean(axis=0, keepdims=True)), "wrong axis", True),
-    ("one mean over the whole array", lambda z, g: _rms(z, g, lambda z: (z**2).mean()), "one mean over the whole array",
+def _torch_rms_norm(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Any:
+    tz = torch.from_numpy(z)
+    return torch.nn.functional.rms_norm(tz, (z.shape[-1],), torch.from_numpy(gain), eps).numpy()
+
+
+def _prms_loop(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = int(np.ceil(p * z.shape[-1]))
+    flat = z.reshape(-1, z.shape[-1])
+    rows = [row / np.sqrt(np.mean(row[:k] ** 2) + eps) * gain for row in flat]
+    return np.array(rows, dtype=z.dtype).reshape(z.shape)
+
+
+RMS = "09 YT3 pRMSNorm"
+RMS_ROWS: list[tuple[str, RmsFunction, str, bool]] = [
+    ("every feature (plain RMSNorm)", _prms(k_of=lambda p, n: n), "that is plain RMSNorm", True),
+    ("torch.nn.functional.rms_norm", _torch_rms_norm, "that is plain RMSNorm", True),
+    ("k = floor(p * n)", _prms(k_of=lambda p, n: int(p * n)), "k = floor(p * width)", True),
+    ("k = round(p * n)", _prms(k_of=lambda p, n: max(1, round(p * n))), "k = floor(p * width)", True),
+    ("the last k features", _prms(last=True), "the last k features", True),
+    ("only the first k returned",
+     lambda z, g, p, eps=1e-5: _right_prms(z, g, p, eps)[..., : math.ceil(p * z.shape[-1])],
+     "returned only the first k", True),
+    ("the k squares summed, divided by n", lambda z, g, p, eps=1e-5: _prms(
+        square_mean=lambda part: (part**2).sum(axis=-1, keepdims=True) / z.shape[-1])(z, g, p, eps),
+     "divided the sum of the k squares by the width", True),
+    ("the mean without keepdims (a shape error)", _prms_no_keepdims, "keepdims=True", True),
+    ("a sum of squares instead of their mean", _prms(square_mean=lambda part: (part**2).sum(axis=-1, keepdims=True)),
+     "you summed the k squares", True),
+    ("LayerNorm over every feature", lambda z, g, p, eps=1e-5: layer_norm(z, g), "you computed LayerNorm", True),
+    ("no square root", lambda z, g, p, eps=1e-5: z / ((z[..., : math.ceil(p * z.shape[-1])] ** 2).mean(
+        axis=-1, keepdims=True) + eps) * g, "take its square root", True),
+    ("one mean over the whole array", _prms(square_mean=lambda part: (part**2).mean()), "one mean over the whole array",
      True),
-    ("no gain", lambda z, g: _rms(z, np.ones_like(g)), "the gain is missing", True),
-    ("the gain added", lambda z, g: _rms(z, np.ones_like(g)) + g, "you added the gain", True),
-    ("divided by the standard deviation", lambda z, g: _rms(z, g, lambda z: z.var(axis=-1, keepdims=True)),
+    ("no gain", lambda z, g, p, eps=1e-5: _right_prms(z, np.ones_like(g), p, eps), "the gain is missing", True),
+    ("the gain added", lambda z, g, p, eps=1e-5: _right_prms(z, np.ones_like(g), p, eps) + g, "you added the gain",
+     True),
+    ("divided by the standard deviation", _prms(square_mean=lambda part: part.var(axis=-1, keepdims=True)),
      "standard deviation", True),
-    ("D = 6 hard-coded", lambda z, g: _rms(z, g, lambda z: (z**2).sum(axis=-1, keepdims=True) / 6),
-     "you divided the sum of squares by 6, a fixed width", True),
-    ("float64 returned for float32", lambda z, g: _rms(z.astype(np.float64), g.astype(np.float64)),
+    ("float64 returned for float32", lambda z, g, p, eps=1e-5: _right_prms(z.astype(np.float64),
+                                                                           g.astype(np.float64), p, eps),
      "returned float64", True),
-    ("one position dropped", lambda z, g: _rms(z, g)[..., :-1], "keeps z's shape", True),
-    ("eps outside the square root", _eps_outside, "eps is outside the square root", True),
-    ("eps argument ignored (1e-5 always)", _eps_ignored, "whatever the eps argument says", True),
-    ("no eps at all", _no_eps, "eps is missing", True),
-    ("z unchanged", lambda z, g: z, "not RMSNorm", False),
-]
-
-
-# ---- the induction score checker (kept, no longer an exercise) ------------------------------------------------------
-def _pick(query_from: Callable[[int], int], key: Callable[[Any, int], Any], axes: Any = (0, 2),
-          total: bool = False) -> Callable[[Floats, int], Any]:
-    def score(weights: Floats, L: int) -> Any:
-        t = np.arange(query_from(L), weights.shape[-1])
-        picked = weights[..., t, key(t, L)]
-        return picked.sum(axis=axes) if total else picked.mean(axis=axes)
-
-    return score
-
-
-def _right_induction(weights: Floats, L: int) -> Floats:
-    t = np.arange(L, weights.shape[-1])
-    out: Floats = weights[..., t, t - L + 1].mean(axis=(0, 2))
-    return out
-
-
-INDUCTION = "09 induction score (checker kept, no longer an exercise)"
-INDUCTION_ROWS: list[tuple[str, Callable[[Floats, int], Any], str, bool]] = [
-    ("calls induction.induction_score", lambda w, L: induction.induction_score(w, L),
-     "calls the library's induction_score", True),
-    ("the earlier copy itself (t - L)", _pick(lambda L: L, lambda t, L: t - L), "earlier copy of the token itself",
-     True),
-    ("the previous token (t - 1)", _pick(lambda L: L, lambda t, L: t - 1), "previous token (t - 1)", True),
-    ("queries from L - 1", _pick(lambda L: L - 1, lambda t, L: t - L + 1), "start at t = L", True),
-    ("a sum instead of a mean", _pick(lambda L: L, lambda t, L: t - L + 1, total=True), "you summed", True),
-    ("the batch not averaged", _pick(lambda L: L, lambda t, L: t - L + 1, axes=2), "average over the batch as well",
-     True),
-    ("one score for all heads", _pick(lambda L: L, lambda t, L: t - L + 1, axes=None), "keep the head axis", True),
-    ("the notebook's L = 12 hard-coded", lambda w, L: _right_induction(w, 5), "not with other sizes (T=7, L=3)", True),
-    ("something else", lambda w, L: _right_induction(w, L) + 0.5, "not the induction score", False),
+    ("eps outside the square root", _prms_eps_outside, "eps is outside the square root", True),
+    ("eps argument ignored (1e-5 always)", _prms(eps_of=lambda e: 1e-5), "whatever the eps argument says", True),
+    ("no eps at all", _prms(eps_of=lambda e: 0.0), "eps is missing", True),
+    ("z unchanged", lambda z, g, p, eps=1e-5: z, "right shape, wrong numbers", True),
 ]
 
 
@@ -267,6 +287,9 @@ OFFSET_ROWS: list[tuple[str, Callable[[Floats, int, Any], Any], str, bool]] = [
     ("the heads averaged away", _offset(axes=(0, 1)), "averaged the heads away", True),
     ("one score for all heads", _offset(axes=None), "keep the head axis", True),
     ("the notebook's T read as a global", _reads_global_t, "reads the notebook's T", True),
+    ("the batch kept, the heads averaged", _offset(axes=(1, 2)), "kept the batch axis and averaged the heads", True),
+    ("only the batch averaged", _offset(axes=0), "average the positions too", True),
+    ("only the heads averaged", _offset(axes=1), "averaged the heads away (axis 1)", True),
 ]
 
 
@@ -288,7 +311,7 @@ def _double(answer: Callable[[], Any], tokens: NDArray[np.int64] = FEW) -> Calla
     return lambda: check_double_ablation(answer(), MODEL, tokens, PAIRS)
 
 
-DOUBLE = "09 YT4 double ablation"
+DOUBLE = "09 double ablation (checker kept, no longer an exercise)"
 DOUBLE_ROWS: list[tuple[str, Callable[[], Any], str, bool]] = [
     ("the same heads zeroed in layer 0", lambda: _loss([(0, 2), (0, 3)])[L:].mean(), "of layer 0", True),
     ("only one head zeroed", lambda: _loss([(1, 2)])[L:].mean(), "only layer 1, head 2 zeroed", True),
@@ -311,6 +334,109 @@ DOUBLE_ROWS: list[tuple[str, Callable[[], Any], str, bool]] = [
 ]
 
 
+# ---- Your turn 4: the repeated half's loss from the logits -----------------------------------------
+def _log_p(logits: Floats, axis: int = -1) -> Floats:
+    shifted = logits - logits.max(axis=axis, keepdims=True)
+    out: Floats = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return out
+
+
+def _losses(logits: Floats, tokens: Any, shift: int = 1, axis: int = -1) -> Floats:
+    """``-ln p`` of ``tokens[:, t + shift]`` at every position ``t``: ``(n, 2L-1)``."""
+    targets = tokens[:, shift : shift + logits.shape[1]]
+    out: Floats = -np.take_along_axis(_log_p(logits, axis), targets[..., None], axis=-1)[..., 0]
+    return out
+
+
+def _right_repeat_loss(logits: Floats, tokens: Any) -> float:
+    return float(_losses(logits, tokens)[:, tokens.shape[1] // 2 :].mean())
+
+
+def _repeat_loss_torch(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    flat = torch.from_numpy(logits[:, half:]).reshape(-1, logits.shape[-1])
+    return float(torch.nn.functional.cross_entropy(flat, torch.from_numpy(tokens[:, half + 1 :]).reshape(-1)))
+
+
+def _repeat_loss_softmax(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    p = softmax(logits, axis=-1)
+    n, T = tokens.shape[0], logits.shape[1]
+    right = p[np.arange(n)[:, None], np.arange(T)[None, :], tokens[:, 1:]]
+    return float(-np.log(right[:, half:]).mean())
+
+
+def _repeat_loss_no_keepdims(logits: Floats, tokens: Any) -> float:
+    shifted = logits - logits.max(axis=-1)
+    return float(shifted.mean())
+
+
+V = 32  # a notebook-like global `V`, as the learner's notebook holds it
+
+
+def _repeat_loss_global_l(logits: Floats, tokens: Any) -> float:
+    return float(_losses(logits, tokens)[:, L:].mean())
+
+
+def _repeat_loss_from(start: Callable[[int], int], stop: Callable[[int], int | None] = lambda L: None,
+                      reduce: str = "mean", shift: int = 1, axis: int = -1) -> Callable[[Floats, Any], Any]:
+    def function(logits: Floats, tokens: Any) -> Any:
+        half = tokens.shape[1] // 2
+        part = _losses(logits, tokens, shift, axis)[:, start(half) : stop(half)]
+        if reduce == "sum":
+            return float(part.sum())
+        if reduce == "sum-positions":
+            return float(part.sum(axis=1).mean())
+        if reduce == "per position":
+            return part.mean(axis=0)
+        if reduce == "per sequence":
+            return part.mean(axis=1)
+        return float(part.mean())
+
+    return function
+
+
+def _minus_p(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    p = np.exp(-_losses(logits, tokens))
+    return float(-p[:, half:].mean())
+
+
+def _log_of_mean_p(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    return float(-np.log(np.exp(-_losses(logits, tokens))[:, half:].mean()))
+
+
+def _top_token(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    return float(-_log_p(logits).max(axis=-1)[:, half:].mean())
+
+
+REPEAT = "09 YT4 repeated-half loss"
+REPEAT_ROWS: list[tuple[str, Callable[[Floats, Any], Any], str, bool]] = [
+    ("calls induction.loss_per_position", lambda logits, tokens: induction.loss_per_position(MODEL, tokens),
+     "calls the library's loss_per_position", True),
+    ("the token at t itself (no shift)", _repeat_loss_from(lambda L: L, shift=0), "the token at position t itself",
+     True),
+    ("softmax over the positions", _repeat_loss_from(lambda L: L, axis=1), "softmax runs over the positions", True),
+    ("-p instead of -ln p", _minus_p, "you averaged -p", True),
+    ("the sign dropped", lambda logits, tokens: -_right_repeat_loss(logits, tokens), "the sign", True),
+    ("-ln of the mean probability", _log_of_mean_p, "-ln of the mean probability", True),
+    ("the top token's probability", _top_token, "the top token's", True),
+    ("from position L - 1", _repeat_loss_from(lambda L: L - 1), "you started at position L - 1", True),
+    ("every position", _repeat_loss_from(lambda L: 0), "mean over every position", True),
+    ("the first half", _repeat_loss_from(lambda L: 0, lambda L: L - 1), "that is the first half", True),
+    ("a sum over the positions", _repeat_loss_from(lambda L: L, reduce="sum-positions"), "summed over the positions",
+     True),
+    ("a sum of every loss", _repeat_loss_from(lambda L: L, reduce="sum"), "you summed the losses", True),
+    ("one loss per position", _repeat_loss_from(lambda L: L, reduce="per position"), "one loss per position", True),
+    ("one loss per sequence", _repeat_loss_from(lambda L: L, reduce="per sequence"), "one loss per sequence", True),
+    ("the notebook's L = 12 read as a global", _repeat_loss_global_l, "reads the notebook's L", True),
+    ("a max without keepdims (shape error)", _repeat_loss_no_keepdims, "keepdims=True", True),
+    ("something else", lambda logits, tokens: 123.0, "is not it", False),
+]
+
+
 def _checked(checker: Callable[[Any], Verdict], function: Any) -> Callable[[], Verdict]:
     return lambda: checker(function)
 
@@ -318,8 +444,8 @@ def _checked(checker: Callable[[Any], Verdict], function: Any) -> Callable[[], V
 MISTAKES: list[Mistake] = [
     *[Mistake(BLOCK, text, _checked(check_block_function, f), words, named) for text, f, words, named in BLOCK_ROWS],
     *[Mistake(RMS, text, _checked(check_rms_norm_function, f), words, named) for text, f, words, named in RMS_ROWS],
-    *[Mistake(INDUCTION, text, _checked(check_induction_function, f), words, named)
-      for text, f, words, named in INDUCTION_ROWS],
+    *[Mistake(REPEAT, text, _checked(check_repeat_loss_function, f), words, named)
+      for text, f, words, named in REPEAT_ROWS],
     *[Mistake(DOUBLE, text, _double(answer), words, named) for text, answer, words, named in DOUBLE_ROWS],
     Mistake(DOUBLE, "4.09 (truncated) on the lesson's batch", _double(lambda: 4.09, TOKENS),
             "more than rounding to 2 decimals"),
@@ -328,15 +454,18 @@ MISTAKES: list[Mistake] = [
 
 RIGHT: list[RightAnswer] = [
     RightAnswer(BLOCK, "the two residual updates", lambda: check_block_function(right_block)),
-    RightAnswer(RMS, "z / sqrt(mean(z**2) + eps) * gain", lambda: check_rms_norm_function(_right_rms)),
-    RightAnswer(RMS, "divided by the root of sum / z.shape[-1]",
-                lambda: check_rms_norm_function(_rms_by_sum)),
+    RightAnswer(RMS, "z / sqrt(mean(z[..., :k]**2) + eps) * gain", lambda: check_rms_norm_function(_right_prms)),
+    RightAnswer(RMS, "the k squares summed, divided by k", lambda: check_rms_norm_function(_prms(
+        square_mean=lambda part: (part**2).sum(axis=-1, keepdims=True) / part.shape[-1]))),
+    RightAnswer(RMS, "a loop over the rows", lambda: check_rms_norm_function(_prms_loop)),
     RightAnswer(OFFSET, "fancy indexing with both arrays", lambda: check_offset_function(_right_offset)),
     RightAnswer(OFFSET, "a loop over the queries", lambda: check_offset_function(_offset_loop)),
     RightAnswer(OFFSET, "np.mean over a list of pairs", lambda: check_offset_function(
         lambda w, o, q: np.mean([w[:, :, t, t - o] for t in q], axis=(0, 1)))),
-    RightAnswer(INDUCTION, "fancy indexing, mean over batch and positions",
-                lambda: check_induction_function(_right_induction)),
+    RightAnswer(REPEAT, "a log-softmax and take_along_axis", lambda: check_repeat_loss_function(_right_repeat_loss)),
+    RightAnswer(REPEAT, "torch cross_entropy", lambda: check_repeat_loss_function(_repeat_loss_torch)),
+    RightAnswer(REPEAT, "np.log of a softmax, fancy indexing",
+                lambda: check_repeat_loss_function(_repeat_loss_softmax)),
     RightAnswer(DOUBLE, "4.10 (rounded as the lesson prints it)", _double(lambda: 4.10, TOKENS)),
     RightAnswer(DOUBLE, "4.1", _double(lambda: 4.1, TOKENS)),
     RightAnswer(DOUBLE, "every digit", _double(lambda: _loss(PAIRS)[L:].mean())),

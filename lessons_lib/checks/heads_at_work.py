@@ -12,6 +12,8 @@ repeated run. NumPy only.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -33,15 +35,15 @@ from lessons_lib.checks import (
     same,
     same_kind,
 )
-from lessons_lib.induction import InductionModel, induction_score, loss_per_position, offset_score
+from lessons_lib.induction import InductionModel, loss_per_position, offset_score
 from lessons_lib.mha_numpy import causal_mask, softmax
 from lessons_lib.validation import check_instance, check_int
 
 __all__ = [
     "check_block_function",
     "check_double_ablation",
-    "check_induction_function",
     "check_offset_function",
+    "check_repeat_loss_function",
     "check_rms_norm_function",
 ]
 
@@ -50,7 +52,7 @@ BORROWED_BLOCK = "you called the finished block; write the two residual updates 
 DOUBLE_ABLATION_DECIMALS = 2  # the lesson prints this loss with 2 decimals
 DOUBLE_ABLATION_ROUNDING = 0.01  # |answer - loss| that rounding (or truncating) to 2 decimals explains
 # Notebook names a function of the exercises should not read: the lesson's sizes and arrays.
-NOTEBOOK_NAMES = ("c", "T", "L", "B", "h", "D", "tokens", "layer_weights", "weights", "model", "prev", "ind")
+NOTEBOOK_NAMES = ("c", "T", "L", "V", "B", "h", "D", "tokens", "layer_weights", "weights", "model", "prev", "ind")
 NOT_UNPACKED = ("block.attention returns a pair (output, weights): unpack it, e.g. `attended, _ = "
                 "block.attention(z, allowed=...)`, and add only the output to the stream")
 
@@ -171,6 +173,24 @@ def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
         x1 = x + attn(ln1(x))
         return x1 + block.ffn(ln1(x1))
 
+    def plain(z: Floats) -> Floats:
+        return layer_norm(z, np.ones(z.shape[-1]))
+
+    def no_gain_bias() -> Floats:
+        x1 = x + attn(plain(x))
+        return x1 + block.ffn(plain(x1))
+
+    def positions_axis(z: Floats, gain: Floats, bias: Floats | None) -> Floats:
+        mean = z.mean(axis=1, keepdims=True)
+        spread: Floats = np.sqrt(((z - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+        out: Floats = (z - mean) / spread * gain + (0.0 if bias is None else bias)
+        return out
+
+    def norm_over_positions() -> Floats:
+        x1: Floats = x + attn(positions_axis(x, block.norm1_gain, block.norm1_bias))
+        out: Floats = x1 + block.ffn(positions_axis(x1, block.norm2_gain, block.norm2_bias))
+        return out
+
     return {
         "post-norm": post_norm,
         "no attention residual": no_attention_residual,
@@ -181,6 +201,8 @@ def _block_routes(block: Block, x: Floats) -> dict[str, Callable[[], Floats]]:
         "anti-causal": anti_causal,
         "norms swapped": norms_swapped,
         "one norm": one_norm,
+        "no gain or bias": no_gain_bias,
+        "norm over positions": norm_over_positions,
     }
 
 
@@ -198,6 +220,10 @@ BLOCK_MISTAKES = {
     "norms swapped": "LayerNorm 1 belongs to the attention sub-layer and LayerNorm 2 to the feed-forward; you "
                      "swapped them",
     "one norm": "both sub-layers used LayerNorm 1: the feed-forward has LayerNorm 2, with its own gain and bias",
+    "no gain or bias": "your LayerNorms leave out the learned gain and bias: multiply by block.norm1_gain (norm2 for "
+                       "the feed-forward) and add the bias after normalising",
+    "norm over positions": "your LayerNorm averages over the positions (axis 1): it normalises each position's D "
+                           "features, the last axis",
 }
 
 
@@ -255,31 +281,43 @@ def _check_block_once(question: str, function: Any, sizes: tuple[int, int, int, 
                                        "then read a LayerNorm'd copy of the new stream and add the feed-forward's")
 
 
-def check_rms_norm_function(function: Any) -> Verdict:
-    """Question "RMSNorm": ``function(z, gain) -> z / sqrt(mean(z**2) + eps) * gain`` over the last axis.
+RMS_TRIALS = [((3, 4, 6), np.float64, 0.25, None), ((5, 10), np.float32, 0.25, None), ((4, 5), np.float64, 0.5, 1e-2)]
+KEEPDIMS = ("the mean of the squares lost its last axis, so it cannot divide z: keep it with keepdims=True (or add "
+            "[..., None]) so that each position is divided by its own RMS")
 
-    Tried with ``eps = 1e-5`` on inputs whose mean is far from 0: ``(3, 4, 6)`` float64, then
-    ``(5, 10)`` float32 (the result must keep the dtype), then with ``eps = 0.01`` passed and a row
-    near 0. Recognises: eps outside the root, eps ignored or missing, a fixed width ``D``, LayerNorm
-    (the mean subtracted), a sum of squares instead of their mean, no square root, the wrong axis,
-    one mean over the whole array, no gain, a bias-like addition of ``gain``, and dividing by the
-    standard deviation.
+
+def _first_k(p: float, width: int) -> int:
+    """pRMSNorm's ``k = ceil(p * width)`` (at least 1)."""
+    return max(1, math.ceil(p * width))
+
+
+def check_rms_norm_function(function: Any) -> Verdict:
+    """Question "RMSNorm": ``function(z, gain, p, eps=1e-5)``, partial RMSNorm (pRMSNorm, Zhang and
+    Sennrich, 2019): ``z / sqrt(mean(z[..., :k]**2) + eps) * gain`` with ``k = ceil(p * width)``.
+
+    Tried on `RMS_TRIALS`: inputs whose mean is far from 0, ``(3, 4, 6)`` float64 and ``(5, 10)``
+    float32 with ``p = 0.25`` (``p * width`` never whole, so ``floor`` and ``ceil`` differ), then
+    ``(4, 5)`` with ``p = 0.5``, ``eps = 0.01`` passed and a row near 0. Recognises: every feature
+    used (plain RMSNorm, also `torch.nn.functional.rms_norm`), ``floor`` instead of ``ceil``, the
+    last ``k`` features, only the first ``k`` returned, the sum of the ``k`` squares divided by the
+    width, a mean without ``keepdims`` (a shape error), eps outside the root, eps ignored or missing,
+    LayerNorm, a sum of squares, no square root, one mean over the whole array, no gain, a
+    bias-like addition of ``gain``, the standard deviation, and a result of another dtype.
     """
     question = "RMSNorm"
     rng = np.random.default_rng(5)
-    # Far from zero mean, where LayerNorm and RMSNorm differ; two ranks, two widths D, two dtypes. The
-    # third trial passes eps = 0.01 and has a row of near-zeros, where eps inside or outside the root differ.
-    trials = [((3, 4, 6), np.float64, None), ((5, 10), np.float32, None), ((4, 5), np.float64, 1e-2)]
-    for trial, (shape, dtype, eps) in enumerate(trials):
+    for trial, (shape, dtype, p, eps) in enumerate(RMS_TRIALS):
         z = rng.normal(loc=1.5, size=shape).astype(dtype)
         if eps is not None:
             z[0] = 1e-3 * rng.normal(size=shape[-1])
         gain = (1 + 0.5 * rng.normal(size=shape[-1])).astype(dtype)
-        args = (z.copy(), gain.copy()) if eps is None else (z.copy(), gain.copy(), eps)
+        args = (z.copy(), gain.copy(), p) if eps is None else (z.copy(), gain.copy(), p, eps)
         result = function_answer(question, function, args, "the body: return an array shaped like z")
         if isinstance(result, Verdict):
-            return result
-        verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64), eps or 1e-5)
+            if result.answered and "could not be broadcast" in result.message:
+                return failed(question, KEEPDIMS)
+            return result if trial == 0 else failed(question, f"with z of shape {shape}: {result.message}")
+        verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64), p, eps or 1e-5)
         if verdict is None:
             verdict = same_kind(question, result, z)
         if verdict is not None:
@@ -287,54 +325,64 @@ def check_rms_norm_function(function: Any) -> Verdict:
                 other = f"not for z of shape {shape} ({dtype.__name__})"
                 return failed(question, f"right for z of shape (3, 4, 6), {other}: {verdict.message}")
             if trial == 2:
-                return failed(question, f"right with the default eps, not with eps=0.01 on rows near 0: "
+                return failed(question, f"right with the default eps, not with p=0.5, eps=0.01 on rows near 0: "
                                         f"{verdict.message}")
             return verdict
-    return passed(question, "z / sqrt(mean(z**2) + eps) * gain: no mean subtracted, no bias")
+    return passed(question, "z / sqrt(mean(z[..., :k]**2) + eps) * gain with k = ceil(p * width): the RMS of the "
+                            "first k features divides them all")
 
 
-def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats, eps: float) -> Verdict | None:
-    """``None`` when ``result`` is RMSNorm of ``z`` (float64 here) with ``eps``, else what went wrong."""
+def _rms_verdict(question: str, result: Any, z: Floats, gain: Floats, p: float, eps: float) -> Verdict | None:
+    """``None`` when ``result`` is pRMSNorm of ``z`` (float64 here) with ``p`` and ``eps``, else what went wrong."""
     got = array_answer(question, result, "the normalised array")
     if isinstance(got, Verdict):
         return got
-    rms = np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps)
+    D = z.shape[-1]
+    k = _first_k(p, D)
+    head = z[..., :k]
+    square_mean = (head**2).mean(axis=-1, keepdims=True)
+    rms = np.sqrt(square_mean + eps)
     if same(got, z / rms * gain):
         return None
-    square_mean = (z**2).mean(axis=-1, keepdims=True)
-    D = z.shape[-1]
-    fixed_widths = [  # the sum of squares divided by a width that is not this z's: a hard-coded D
-        (lambda k=k: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) / k + eps) * gain,
-         f"you divided the sum of squares by {k}, a fixed width, and this z has D = {D}: take the mean over the last "
-         "axis (or divide by z.shape[-1]) so that it fits every D")
-        for k in (6, 8, 10, 32) if k != D
-    ]
+    floor = max(1, int(p * D))
     mistake = first_match(got, [
-        *fixed_widths,
+        (lambda: z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + eps) * gain,
+         f"you used all {D} features: that is plain RMSNorm (what torch.nn.functional.rms_norm computes); pRMSNorm "
+         f"estimates the RMS from the first k = ceil(p * width) features only (here k = {k})"),
+        (lambda: z / np.sqrt((z[..., :floor] ** 2).mean(axis=-1, keepdims=True) + eps) * gain,
+         f"you took k = floor(p * width) = {floor}: round up, k = ceil(p * width) = {k} (math.ceil)"),
+        (lambda: z / np.sqrt((z[..., -k:] ** 2).mean(axis=-1, keepdims=True) + eps) * gain,
+         "you used the last k features: the estimate comes from the first k, z[..., :k]"),
+        (lambda: head / rms * gain[:k], f"you returned only the first k = {k} features: divide all {D} of them by "
+                                        "that RMS"),
+        (lambda: z / np.sqrt((head**2).sum(axis=-1, keepdims=True) / D + eps) * gain,
+         f"you divided the sum of the k squares by the width {D}: their mean divides by k"),
         (lambda: z / (np.sqrt(square_mean) + eps) * gain,
-         "eps is outside the square root: add it to the mean square, then take the root, sqrt(mean(z**2) + eps)"),
+         "eps is outside the square root: add it to the mean square, then take the root"),
         (lambda: z / np.sqrt(square_mean + 1e-5) * gain,
          "you used eps = 1e-5 whatever the eps argument says: use the eps you are given"),
         (lambda: z / np.sqrt(square_mean) * gain, "eps is missing: add it to the mean square inside the root"),
-        (lambda: layer_norm(z, gain),
-         "you subtracted the mean: that is LayerNorm; RMSNorm divides by the root mean square and never centres"),
-        (lambda: z / np.sqrt((z**2).sum(axis=-1, keepdims=True) + eps) * gain,
-         "you summed the squares: RMSNorm takes their mean over the D features (divide the sum by D)"),
+        (lambda: (z - head.mean(axis=-1, keepdims=True)) / np.sqrt(head.var(axis=-1, keepdims=True) + eps) * gain,
+         "you subtracted the mean: that is LayerNorm's centring; (p)RMSNorm divides by the root mean square and "
+         "never centres"),
+        (lambda: layer_norm(z, gain), "you computed LayerNorm over every feature: pRMSNorm never centres, and "
+                                      "estimates the RMS from the first k features"),
+        (lambda: z / np.sqrt((head**2).sum(axis=-1, keepdims=True) + eps) * gain,
+         "you summed the k squares: take their mean"),
         (lambda: z / (square_mean + eps) * gain, "you divided by the mean square: take its square root"),
-        (lambda: z / np.sqrt((z**2).mean(axis=0, keepdims=True) + eps) * gain,
-         "the mean runs over the wrong axis: normalise each position's D features"),
-        (lambda: z / np.sqrt((z**2).mean() + eps) * gain,
-         "you took one mean over the whole array: normalise each position by the mean over its own D features "
-         "(axis=-1, keepdims=True)"),
+        (lambda: z / np.sqrt((head**2).mean() + eps) * gain,
+         "you took one mean over the whole array: each position gets its own RMS, the mean over its own first k "
+         "features (axis=-1, keepdims=True)"),
         (lambda: z / rms, "the gain is missing: multiply by it after normalising"),
         (lambda: z / rms + gain, "you added the gain: it multiplies (RMSNorm has no bias)"),
-        (lambda: z / np.sqrt(z.var(axis=-1, keepdims=True) + eps) * gain,
-         "you divided by the standard deviation (a centred spread): RMSNorm uses mean(z**2)"),
+        (lambda: z / np.sqrt(head.var(axis=-1, keepdims=True) + eps) * gain,
+         "you divided by the standard deviation (a centred spread): RMSNorm uses the mean of the squares"),
     ])
     if mistake is None and got.shape != z.shape:
         mistake = f"the result keeps z's shape {z.shape}; yours is {got.shape}"
-    return failed(question, mistake or "not RMSNorm: divide each position by the root of its mean square, then "
-                                       "multiply by the gain")
+    return failed(question, mistake or f"right shape, wrong numbers: divide every feature of a position by the root "
+                                       f"of the mean square of its first k = ceil(p * width) features (here {k}), "
+                                       "plus eps, then multiply by the gain")
 
 
 def _causal_weights(rng: np.random.Generator, B: int, h: int, T: int) -> Floats:
@@ -342,53 +390,6 @@ def _causal_weights(rng: np.random.Generator, B: int, h: int, T: int) -> Floats:
     scores = np.where(causal_mask(T), rng.normal(scale=2.0, size=(B, h, T, T)), -np.inf)
     weights: Floats = softmax(scores)
     return weights
-
-
-def check_induction_function(function: Any) -> Verdict:
-    """Question "induction score": ``function(weights, L) -> (h,)``, the mean over ``b`` and
-    ``t = L .. T-1`` of ``weights[b, head, t, t - L + 1]``.
-
-    Tried on random causal weights ``(3, 4, 9, 9)`` with ``L = 5`` and then ``(2, 2, 7, 7)`` with
-    ``L = 3``. Recognises: a call of `induction.induction_score`, the earlier copy itself
-    (``t - L``), the previous token (``t - 1``), every position instead of the repeated half, a sum
-    instead of a mean, and the batch or head axis averaged away.
-    """
-    question = "induction score"
-    borrowed = forbidden_call(question, function, "induction_score")
-    if borrowed is not None:
-        return borrowed
-    rng = np.random.default_rng(6)
-    for trial, (B, h, T, L) in enumerate([(3, 4, 9, 5), (2, 2, 7, 3)]):
-        weights = _causal_weights(rng, B, h, T)
-        result = function_answer(question, function, (weights.copy(), L), "the body: return one score per head, (h,)")
-        if isinstance(result, Verdict):
-            return result if trial == 0 else failed(question, f"with other sizes: {result.message}")
-        got = array_answer(question, result, "the scores")
-        if isinstance(got, Verdict):
-            return got
-        right = induction_score(weights, L)
-        if same(got, right):
-            continue
-        t = np.arange(L, T)
-        mistake = first_match(got, [
-            (weights[..., t, t - L].mean(axis=(0, 2)), "that is the weight on the earlier copy of the token itself "
-             "(t - L); an induction head attends to the token right after it"),
-            (weights[..., t, t - 1].mean(axis=(0, 2)), "that is the weight on the previous token (t - 1), a "
-             "previous-token head's score"),
-            (weights[..., np.arange(L - 1, T), np.arange(L - 1, T) - L + 1].mean(axis=(0, 2)),
-             "start at t = L: position L - 1 is still in the first half, where nothing has repeated yet"),
-            (weights[..., t, t - L + 1].sum(axis=(0, 2)), "you summed: average over the batch and the positions"),
-            (weights[..., t, t - L + 1].mean(axis=2), "keep one score per head: average over the batch as well"),
-            (weights[..., t, t - L + 1].mean(), "one score per head, not one for all heads: keep the head axis"),
-        ])
-        if mistake is None and got.shape != right.shape:
-            mistake = f"expected one score per head, shape {right.shape}; yours has shape {got.shape}"
-        if trial == 1:
-            return failed(question, f"right for the first sizes, not with other sizes (T={T}, L={L}): "
-                                    f"{mistake or 'read T and L from the arguments, not from the notebook'}")
-        return failed(question, mistake or f"not the induction score: average weights[b, head, t, t - L + 1] over "
-                                           f"b and t = L .. T-1 (here L={L}, T={T})")
-    return passed(question, "mean weight on position t - L + 1, the token after the earlier copy, over the repeat")
 
 
 def _notebook_globals(function: Any) -> list[str]:
@@ -460,6 +461,11 @@ def check_offset_function(function: Any) -> Verdict:
             (weights[..., t, t - offset].mean(axis=(0, 1)), "that averaged the heads away: keep the head axis "
                                                               "(axis 1) and average the batch and the positions"),
             (weights[..., t, t - offset].mean(), "one score per head, not one for all heads: keep the head axis"),
+            (weights[..., t, t - offset].mean(axis=(1, 2)), "you kept the batch axis and averaged the heads away: "
+                                                              "average axes 0 (batch) and 2 (positions), keep axis 1"),
+            (weights[..., t, t - offset].mean(axis=0), "you averaged the batch only: average the positions too"),
+            (weights[..., t, t - offset].mean(axis=1), "you averaged the heads away (axis 1): keep them, and "
+                                                        "average the batch and the positions"),
         ])
         if mistake is None and borrowed_names:
             mistake = (f"your function reads the notebook's {', '.join(borrowed_names)}: use only its arguments "
@@ -535,3 +541,98 @@ def check_double_ablation(answer: Any, model: InductionModel, tokens: Any, heads
             return close
     return failed(question, mistake or f"{value} is not it: zero the heads in one run of loss_per_position, then "
                                        "average positions L ..")
+
+
+REPEAT_LOSS_TRIALS = [(3, 5, 7), (2, 4, 11)]  # (sequences n, run length L, vocabulary V): never the lesson's 12, 32
+
+
+def _log_softmax(logits: Floats, axis: int = -1) -> Floats:
+    shifted = logits - logits.max(axis=axis, keepdims=True)
+    result: Floats = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return result
+
+
+def _picked(log_p: Floats, targets: Any) -> Floats:
+    """``log_p[b, t, targets[b, t]]`` for every ``b, t``."""
+    values: Floats = np.take_along_axis(log_p, targets[..., None], axis=-1)[..., 0]
+    return values
+
+
+def check_repeat_loss_function(function: Any) -> Verdict:
+    """Question "repeated-half loss": ``function(logits, tokens) -> float``, the mean over the
+    sequences and the positions ``t = L .. 2L-2`` of ``-ln softmax(logits[b, t])[tokens[b, t + 1]]``,
+    for ``logits (n, 2L-1, V)`` and whole repeated sequences ``tokens (n, 2L)``.
+
+    Tried on the checker's own random logits and repeated tokens (`REPEAT_LOSS_TRIALS`, sizes the
+    notebook never holds). Recognises: a call of `induction.loss_per_position`, the token at ``t``
+    instead of ``t + 1``, the softmax over the positions, ``-p`` instead of ``-ln p``, the sign
+    dropped, ``-ln`` of the mean probability, the top token's probability, the repeated half started
+    at ``L - 1``, every position, the first half, a sum over positions, one loss per position (or per
+    sequence) instead of one number, and the notebook's ``L`` or ``V`` read instead of the arguments.
+    """
+    question = "repeated-half loss"
+    borrowed = forbidden_call(question, function, "loss_per_position", "ablation_losses")
+    if borrowed is not None:
+        return borrowed
+    rng = np.random.default_rng(8)
+    for trial, (n, L, V) in enumerate(REPEAT_LOSS_TRIALS):
+        run = np.stack([rng.permutation(V)[:L] for _ in range(n)])
+        tokens = np.concatenate([run, run], axis=1)  # (n, 2L): the run, then the same run again
+        logits = rng.normal(scale=2.0, size=(n, 2 * L - 1, V))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # e.g. the mean of an empty slice: judged below
+            result = function_answer(question, function, (logits.copy(), tokens.copy()),
+                                     "the body: return one number, the repeated half's mean loss")
+        names = _notebook_globals(function)
+        if isinstance(result, Verdict):
+            if result.answered and "could not be broadcast" in result.message:
+                return failed(question, "a shape error: a sum or max over the V logits lost its last axis; keep it "
+                                        "with keepdims=True so that it lines up with the logits")
+            if result.answered and names:
+                return failed(question, f"your function failed on other sizes ({result.message}): it reads the "
+                                        f"notebook's {', '.join(names)}; take L from tokens.shape[1] // 2")
+            return result if trial == 0 else failed(question, f"with other sizes: {result.message}")
+        log_p = _log_softmax(logits)
+        losses = -_picked(log_p, tokens[:, 1:])  # (n, 2L-1): position t predicts token t + 1
+        right = float(losses[:, L:].mean())
+        got = array_answer(question, result, "one number")
+        if isinstance(got, Verdict):
+            return got
+        if got.size == 1 and same(float(got.reshape(-1)[0]), right):
+            continue
+        probs = np.exp(log_p)
+        mistake = first_match(got, [
+            (losses[:, L:].mean(axis=0), "you returned one loss per position: average over the positions too, "
+                                         "to one number"),
+            (losses[:, L:].mean(axis=1), "you returned one loss per sequence: average over the sequences too"),
+            (losses[:, L:], "you returned every loss: average them to one number"),
+            (float(-_picked(log_p, tokens[:, :-1])[:, L:].mean()),
+             "you scored the token at position t itself: position t predicts the NEXT token, tokens[:, t + 1]"),
+            (float(-_picked(_log_softmax(logits, axis=1), tokens[:, 1:])[:, L:].mean()),
+             "your softmax runs over the positions (axis 1): it runs over the V tokens, the last axis"),
+            (float(-_picked(probs, tokens[:, 1:])[:, L:].mean()), "you averaged -p: the loss is -ln p"),
+            (float(_picked(log_p, tokens[:, 1:])[:, L:].mean()), "the sign: the loss is -ln p, a positive number"),
+            (float(-np.log(_picked(probs, tokens[:, 1:])[:, L:].mean())),
+             "you took -ln of the mean probability: average -ln p instead (section 2: the two differ)"),
+            (float(-log_p.max(axis=-1)[:, L:].mean()), "that is the top token's -ln p: take the right token's, "
+                                                       "tokens[:, t + 1]"),
+            (float(losses[:, L - 1:].mean()), "you started at position L - 1, which predicts the repeat's first "
+                                              "token: the repeated half is L .. 2L-2"),
+            (float(losses.mean()), "that is the mean over every position: keep the repeated half, L .. 2L-2"),
+            (float(losses[:, :L].mean()), "that is the first half (positions 0 .. L-1): the repeated half is "
+                                          "L .. 2L-2"),
+            (float(losses[:, : L - 1].mean()), "that is the first half: the repeated half is positions L .. 2L-2"),
+            (float(losses[:, L:].sum(axis=1).mean()), "you summed over the positions: take their mean"),
+            (float(losses[:, L:].sum()), "you summed the losses: take their mean"),
+        ])
+        if mistake is None and names:
+            mistake = (f"your function reads the notebook's {', '.join(names)}: take the sizes from its arguments "
+                       "(L = tokens.shape[1] // 2)")
+        if mistake is None and got.size != 1:
+            mistake = f"expected one number, got an array of shape {got.shape}"
+        if trial == 1:
+            return failed(question, f"right for the first sizes, not with others (L={L}, V={V}): "
+                                    f"{mistake or 'read L and V from the arguments, not from the notebook'}")
+        return failed(question, mistake or f"{float(got.reshape(-1)[0]):.4f} is not it: average -ln p(token t + 1) "
+                                           f"over the sequences and t = L .. 2L-2 (here L={L}, V={V})")
+    return passed(question, "the mean of -ln p(next token) over the repeated half, from the logits")

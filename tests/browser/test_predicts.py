@@ -71,31 +71,49 @@ SCREENS_JS = """
 }
 """
 
-# The page is laid out when every markdown cell is rendered and the cells' places stop moving.
+# The page is laid out when every markdown cell is rendered, every image has loaded, and the cells'
+# places stop moving.
 LAYOUT_JS = """
 (markdown) => {
   const notebook = document.querySelector('.jp-NotebookPanel .jp-Notebook');
   if (notebook.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown').length < markdown) return null;
+  if (Array.from(notebook.querySelectorAll('img')).some(img => !img.complete)) return null;
   return Array.from(notebook.querySelectorAll('.jp-Cell')).map(cell => Math.round(cell.offsetTop)).join(',');
 }
 """
-SETTLE_SECONDS = 30.0
+SETTLE_SECONDS = 60.0
+STILL_SECONDS = 0.5
+TRIES = 3
 
 
 def wait_for_layout(page: Any, markdown: int, lesson: str) -> None:
-    """Until every markdown cell is rendered and the cells' places stay the same for 0.3 s (markdown
-    and images still rendering change the heights of the cells above a question)."""
+    """Until every markdown cell is rendered, every image loaded and the cells' places stay the same
+    for STILL_SECONDS (markdown and images still rendering change the heights of the cells above a
+    question; a loaded machine renders slowly)."""
     deadline = time.monotonic() + SETTLE_SECONDS
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         now = page.evaluate(LAYOUT_JS, markdown)
         if now is not None and now == last:
-            if time.monotonic() - since >= 0.3:
+            if time.monotonic() - since >= STILL_SECONDS:
                 return
         else:
             last, since = now, time.monotonic()
         page.wait_for_timeout(100)
     pytest.fail(f"{lesson}: the notebook's layout did not settle within {SETTLE_SECONDS:.0f} s")
+
+
+def screens(page: Any, path: Path, found: list[tuple[int, list[str]]]) -> list[str]:
+    """The text on each Predict's screen, read once the layout has settled. A screen that does not
+    show its own question was read while something still moved: settle and read again."""
+    markdown = sum(cell.cell_type == "markdown" for cell in cells_of(path))
+    for _ in range(TRIES):
+        wait_for_layout(page, markdown, path.name)
+        shown: list[str] = page.evaluate(SCREENS_JS, [index for index, _ in found])
+        if all("Predict:" in text for text in shown):
+            return shown
+        page.wait_for_timeout(1000)
+    return shown
 
 
 def cells_of(path: Path) -> list[Any]:
@@ -139,10 +157,8 @@ def test_no_predict_answer_is_on_screen_before_its_reveal(learner_lab: Any, brow
                 "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
                 arg=total, timeout=KERNEL_READY_SECONDS * 1000,
             )
-            wait_for_layout(page, sum(cell.cell_type == "markdown" for cell in cells_of(learner_lab.root / lesson)),
-                            lesson)
-            screens = page.evaluate(SCREENS_JS, [index for index, _ in found])
-            for (index, phrases), shown in zip(found, screens, strict=True):
+            shown_on = screens(page, learner_lab.root / lesson, found)
+            for (index, phrases), shown in zip(found, shown_on, strict=True):
                 assert "Predict:" in shown, f"{lesson} cell {index}: the question is not on its own screen"
                 visible = [phrase for phrase in phrases if contains(shown, phrase)]
                 problems += [f"{lesson} cell {index}: {phrase!r} is on screen with the question" for phrase in visible]

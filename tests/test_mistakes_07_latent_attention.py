@@ -7,6 +7,7 @@ weights used by mistake" a real mistake to name.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -317,6 +318,8 @@ MISTAKES += [
     # ----- found by the blind trial (round 2) -----
     Mistake("07 YT1 rebuilt keys", "calls the library's mla.per_head_projection", lambda: keys(keys_by_library),
             "calls the library's per_head_projection"),
+    Mistake("07 YT1 rebuilt keys", "mla.per_head_projection itself, or a partial of it",
+            lambda: keys(functools.partial(mla.per_head_projection)), "calls the library's per_head_projection"),
     Mistake("07 YT1 rebuilt keys", "the lesson's sizes typed in", lambda: keys(keys_lesson_sizes),
             "not for B = 2"),
     Mistake("07 YT1 rebuilt keys", "only the first sequence's latent", lambda: keys(keys_first_sequence),

@@ -16,6 +16,7 @@ comparison, ``d_c`` latent width (``kv_lora_rank``), ``d_rope`` rotary key width
 from __future__ import annotations
 
 import dis
+import functools
 import math
 import types
 from typing import Any
@@ -94,7 +95,8 @@ def check_rebuilt_keys(
     wuk1 = None if section_1_w_uk is None else reference_array("section_1_w_uk", section_1_w_uk, "(h, d_c, d_nope)",
                                                                rank=3)
     what = "the body of your function: it returns every head's keys, (B, h, T, d_nope)"
-    refused = forbidden_call(question, function, "per_head_projection")
+    refused = forbidden_call(question, function.func if isinstance(function, functools.partial) else function,
+                             "per_head_projection")
     if refused is not None:
         return refused
     result = function_answer(question, function, (c.copy(), wuk.copy()), what)

@@ -82,7 +82,7 @@ from lessons_lib.validation import (
 )
 
 __all__ = ["LatentAttention", "LatentCache", "attention_multiply_adds", "latent_scores", "mla_cache_bytes",
-           "multi_query_attention", "per_head_projection"]
+           "multi_query_attention", "per_head_projection", "query_absorption_numbers"]
 
 Array = NDArray[np.floating]
 Mask = NDArray[np.bool_]
@@ -144,6 +144,21 @@ def attention_multiply_adds(
     if route == "cached":
         return h * (T * d_c * (d_n + d_v) + pairs * (d_n + d_r) + pairs * d_v)
     return h * (T * d_n * d_c + pairs * (d_c + d_r) + pairs * d_c + T * d_c * d_v)
+
+
+def query_absorption_numbers(input_width: int, heads: int, nope_width: int, latent_width: int) -> dict[str, int]:
+    """Weights on the query side of the absorbed scores, per layer, kept two ways.
+
+    ``"multiplied out"``: one ``(input_width, d_c)`` matrix per head, ``W_q[i] W_uk[i]^T``;
+    ``"as factors"``: ``W_q[i] (input_width, d_nope)`` and ``W_uk[i] (d_c, d_nope)``, applied one after
+    the other at run time. ``input_width`` is ``D`` for queries projected from ``x``, or the query
+    latent's width ``d_c'`` in DeepSeek-V2. Applied to one query, each route costs one multiply-add per
+    weight.
+    """
+    n = check_int("input_width", input_width)
+    h, d_n = check_int("heads", heads, symbol="h"), check_int("nope_width", nope_width, symbol="d_nope")
+    d_c = check_int("latent_width", latent_width, symbol="d_c")
+    return {"multiplied out": h * n * d_c, "as factors": h * (n * d_n + d_c * d_n)}
 
 
 def per_head_projection(inputs: Array, weights: Array) -> Array:

@@ -1152,6 +1152,13 @@ BAD_INPUTS = [
         ("inputs (B, T, n) and weights (h, n, m) must agree on n, got (1, 3, 6) and (2, 5, 4)"),
     ),
     Bad(
+        "mla.query_absorption_numbers",
+        "query_absorption_numbers_zero_heads",
+        lambda: mla.query_absorption_numbers(16, 0, 4, 6),
+        ValueError,
+        ("heads (h) must be positive, got heads=0"),
+    ),
+    Bad(
         "mla.multi_query_attention",
         "multi_query_attention_two_key_heads",
         lambda: mla.multi_query_attention(np.ones((1, 2, 3, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 1, 5, 6)), 0.5),

@@ -58,7 +58,9 @@ def test_cache_right_answer() -> None:
     assert "34560" in v.message
     assert repr(v).startswith("[MLA cache] correct")
     assert check_mla_cache_elements(np.int64(34560), **DS).ok
-    assert "is a float" in check_mla_cache_elements(34560.0, **DS).message  # a count is an int
+    assert check_mla_cache_elements(34560.0, **DS).ok  # "one whole number": a whole float is one
+    assert check_mla_cache_elements(np.float64(34560), **DS).ok
+    assert "got the float 34560.5" in check_mla_cache_elements(34560.5, **DS).message
     assert check_mla_cache_elements(torch.tensor(34560), **DS).ok
 
 
@@ -142,9 +144,27 @@ def test_equivalent_kv_heads_blank() -> None:
 
 # ----- rebuilt keys -------------------------------------------------------------------------------
 def test_rebuilt_keys_right() -> None:
-    assert check_rebuilt_keys(KEYS, LATENT, W_UK, W_UV).ok
-    assert check_rebuilt_keys(torch.tensor(KEYS, dtype=torch.float32), LATENT, W_UK, W_UV).ok
-    assert check_rebuilt_keys(torch.from_numpy(KEYS), torch.from_numpy(LATENT), W_UK, W_UV).ok
+    v = check_rebuilt_keys(per_head_keys, LATENT, W_UK, W_UV)
+    assert v.ok and "other sizes" in v.message
+    assert check_rebuilt_keys(lambda latent, w_uk: latent[:, None] @ w_uk, LATENT, W_UK, W_UV).ok
+    assert check_rebuilt_keys(lambda latent, w_uk: torch.einsum("btc,hcn->bhtn", torch.from_numpy(latent),
+                                                                torch.from_numpy(w_uk)).float(),
+                              torch.from_numpy(LATENT), W_UK, W_UV).ok
+
+
+def per_head_keys(latent: Any, w_uk: Any) -> Any:
+    return np.stack([latent @ w_uk[i] for i in range(w_uk.shape[0])], axis=1)
+
+
+def test_rebuilt_keys_library_and_sizes_refused() -> None:
+    from lessons_lib import mla
+
+    assert_not_yet(check_rebuilt_keys(lambda latent, w_uk: mla.per_head_projection(latent, w_uk), LATENT, W_UK, W_UV),
+                   "calls the library's per_head_projection")
+    assert_not_yet(check_rebuilt_keys(lambda latent, w_uk: KEYS, LATENT, W_UK, W_UV), "not for other sizes")
+    one = LATENT[:1]
+    assert_not_yet(check_rebuilt_keys(lambda latent, w_uk: np.stack([latent[0] @ w_uk[i] for i in range(H)])[None],
+                                      one, W_UK, W_UV), "reads the notebook's `H`")
 
 
 @pytest.mark.parametrize(
@@ -163,14 +183,14 @@ def test_rebuilt_keys_right() -> None:
     ],
 )
 def test_rebuilt_keys_wrong(answer: Any, phrase: str) -> None:
-    v = check_rebuilt_keys(answer, LATENT, W_UK, W_UV)
+    v = check_rebuilt_keys(lambda latent, w_uk: answer, LATENT, W_UK, W_UV)
     assert_not_yet(v, phrase, secret="einsum")
     assert "latent[:, None]" not in v.message
 
 
 def test_rebuilt_keys_lost_batch_axis() -> None:
     one = LATENT[:1]
-    v = check_rebuilt_keys(one @ W_UK, one, W_UK, W_UV)  # (1, T, d_c) @ (h, d_c, d_nope) -> (h, T, d_nope)
+    v = check_rebuilt_keys(lambda latent, w_uk: latent @ w_uk, one, W_UK, W_UV)  # (1, T, d_c) @ (h, ...) -> (h, T, ...)
     assert_not_yet(v, "no B axis")
     assert "latent c" not in v.message and "layer.w_uk" not in v.message
 
@@ -184,7 +204,7 @@ def test_rebuilt_keys_blank_and_odd_inputs() -> None:
 
 def test_reference_inputs_are_checked() -> None:
     with pytest.raises(ValueError, match="w_uk"):
-        check_rebuilt_keys(KEYS, LATENT, W_UK[0], W_UV)
+        check_rebuilt_keys(per_head_keys, LATENT, W_UK[0], W_UV)
     with pytest.raises(TypeError, match="x"):
         check_query_latent_scores(lambda q, latent, w_uk: None, X.astype(int), W_DKV, W_Q, W_UK)
 
@@ -234,12 +254,12 @@ def test_score_cost_blank_and_odd_inputs() -> None:
 def test_rebuilt_keys_section_1_lookalikes() -> None:
     other_latent, other_w_uk = LATENT + 0.5, W_UK[::-1].copy()
     lookalikes = dict(section_1_latent=other_latent, section_1_w_uk=other_w_uk)
-    assert check_rebuilt_keys(KEYS, LATENT, W_UK, W_UV, **lookalikes).ok
-    cases = [(other_latent, other_w_uk, "those are section 1's keys k"), (LATENT, other_w_uk, "section 1's `w_uk`"),
-             (other_latent, W_UK, "section 1's `latent`")]
+    assert check_rebuilt_keys(per_head_keys, LATENT, W_UK, W_UV, **lookalikes).ok
+    cases = [(other_latent, other_w_uk, "those are other keys"), (LATENT, other_w_uk, "another `w_uk`"),
+             (other_latent, W_UK, "another `latent`")]
     for latent, w_uk, phrase in cases:
         answer = np.einsum("btc,hcn->bhtn", latent, w_uk)
-        assert_not_yet(check_rebuilt_keys(answer, LATENT, W_UK, W_UV, **lookalikes), phrase)
+        assert_not_yet(check_rebuilt_keys(lambda _l, _w, a=answer: a, LATENT, W_UK, W_UV, **lookalikes), phrase)
 
 
 # ----- scores against the latent, re-associated at run time (Your turn 2) -------------------------

@@ -7,6 +7,7 @@ weights used by mistake" a real mistake to name.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 import torch
 from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
 
-from lessons_lib import mla
+from lessons_lib import mla, rope
 from lessons_lib.checks import Verdict
 from lessons_lib.checks import latent_attention as la
 
@@ -57,12 +58,34 @@ def cost(answer: Any) -> Verdict:
                                         rope_width=D_ROPE, layers=LAYERS, model_width=HIDDEN)
 
 
+def as_function(answer: Any) -> Any:
+    """A function ``rebuild_keys(latent, w_uk)``: ``answer`` itself, or one that returns the array ``answer``."""
+    return answer if callable(answer) else (lambda _latent, _w_uk: answer)
+
+
 def keys(answer: Any) -> Verdict:  # as Your turn 1 calls it (section 1's layer, before `layer` exists)
-    return la.check_rebuilt_keys(answer, latent, w_uk, w_uv)
+    return la.check_rebuilt_keys(as_function(answer), latent, w_uk, w_uv)
 
 
 def old_keys(answer: Any) -> Verdict:  # with the lookalikes, as the checker can still be called
-    return la.check_rebuilt_keys(answer, c, layer.w_uk, layer.w_uv, section_1_latent=latent, section_1_w_uk=w_uk)
+    return la.check_rebuilt_keys(as_function(answer), c, layer.w_uk, layer.w_uv, section_1_latent=latent,
+                                 section_1_w_uk=w_uk)
+
+
+def keys_by_library(latent: Any, w_uk: Any) -> Any:
+    return mla.per_head_projection(latent, w_uk)  # the library's finished version of the exercise
+
+
+def keys_lesson_sizes(latent: Any, w_uk: Any) -> Any:
+    return np.einsum("btc,hcn->bhtn", latent, w_uk).reshape(1, 4, 12, 4)  # the lesson's sizes typed in
+
+
+def keys_first_sequence(latent: Any, w_uk: Any) -> Any:
+    return np.stack([latent[0] @ w_uk[i] for i in range(w_uk.shape[0])])[None]  # only sequence 0
+
+
+def keys_reads_notebook_h(latent: Any, w_uk: Any) -> Any:
+    return np.stack([latent @ w_uk[i] for i in range(h)], axis=1)  # the notebook's h, not w_uk's
 
 
 def rebuilt(lat: Any, up: Any) -> Any:
@@ -171,7 +194,7 @@ MISTAKES: list[Mistake] = [
     Mistake("07 YT4 MLA cache", "the whole 128K context", lambda: cache(CONTEXT * CACHE), "whole context"),
     Mistake("07 YT4 MLA cache", "bytes of the whole context", lambda: cache(CONTEXT * CACHE * BF16),
             "bytes of the whole context"),
-    Mistake("07 YT4 MLA cache", "a float from `/`", lambda: cache(CACHE * 1.0), "is a float"),
+    Mistake("07 YT4 MLA cache", "a float that is not whole", lambda: cache(CACHE + 0.5), "got the float"),
     # ----- Your turn 5: GQA equivalent -----
     Mistake("07 YT5 GQA equivalent", "K and V forgotten (factor 2)", lambda: gqa((D_C + D_ROPE) / HEAD_DIM),
             "key AND a value"),
@@ -199,9 +222,9 @@ MISTAKES: list[Mistake] = [
     Mistake("07 YT6 absorbed score cost", "FLOPs", lambda: cost(2 * COST), "FLOPs"),
     # ----- Your turn 1: rebuilt keys (section 1's layer) -----
     Mistake("07 rebuilt keys (lookalikes)", "section 1's w_uk", lambda: old_keys(rebuilt(c, w_uk)),
-            "section 1's `w_uk`"),
+            "another `w_uk`"),
     Mistake("07 rebuilt keys (lookalikes)", "section 1's latent and w_uk", lambda: old_keys(rebuilt(latent, w_uk)),
-            "those are section 1's keys k"),
+            "those are other keys"),
     Mistake("07 YT1 rebuilt keys", "head 0's w_uk for every head",
             lambda: keys(np.broadcast_to((latent @ w_uk[0])[:, None], RIGHT_KEYS.shape)), "head 0's keys"),
     Mistake("07 YT1 rebuilt keys", "the value up-projection", lambda: keys(rebuilt(latent, w_uv)),
@@ -291,20 +314,53 @@ MISTAKES += [
             lambda: mqa(lambda q, q_rope, latent, rope_key, w_uk: layer.multi_query_inputs(
                 x, POSITIONS, mla.LatentCache(latent, rope_key))), "calls the library's multi_query_inputs"),
     Mistake("07 YT5 GQA equivalent", "floor division 576 // 256", lambda: gqa((D_C + D_ROPE) // (2 * HEAD_DIM)),
-            "floor division"),
+            "2 is an int where the ratio is not whole: floor division"),
+    # ----- found by the blind trial (round 2) -----
+    Mistake("07 YT1 rebuilt keys", "calls the library's mla.per_head_projection", lambda: keys(keys_by_library),
+            "calls the library's per_head_projection"),
+    Mistake("07 YT1 rebuilt keys", "mla.per_head_projection itself, or a partial of it",
+            lambda: keys(functools.partial(mla.per_head_projection)), "calls the library's per_head_projection"),
+    Mistake("07 YT1 rebuilt keys", "the lesson's sizes typed in", lambda: keys(keys_lesson_sizes),
+            "not for B = 2"),
+    Mistake("07 YT1 rebuilt keys", "only the first sequence's latent", lambda: keys(keys_first_sequence),
+            "right when the batch holds one sequence"),
+    Mistake("07 YT1 rebuilt keys", "reads the notebook's h", lambda: keys(keys_reads_notebook_h),
+            "reads the notebook's `h`"),
+    Mistake("07 YT3 MQA over the latent", "w_uk[0] for every head's query",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                np.concatenate([np.einsum("bhtn,cn->bhtc", q, w[0]), q_rope], -1), r[1], r[2]))), "w_uk[0]"),
+    Mistake("07 YT3 MQA over the latent", "the cached rotary key rotated again",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                r[0], np.concatenate([latent, rope.apply_rope(rope_key, np.arange(latent.shape[1]))], -1)[:, None],
+                r[2]))), "comes from the cache already rotated"),
+    Mistake("07 YT3 MQA over the latent", "both rotary parts rotated again",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                np.concatenate([np.einsum("bhtn,hcn->bhtc", q, w), rope.apply_rope(q_rope, np.arange(q.shape[2]))],
+                               -1),
+                np.concatenate([latent, rope.apply_rope(rope_key, np.arange(latent.shape[1]))], -1)[:, None],
+                r[2]))), "you rotated rope_key again"),
+    Mistake("07 YT3 MQA over the latent", "the rotary queries rotated again",
+            lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
+                np.concatenate([np.einsum("bhtn,hcn->bhtc", q, w), rope.apply_rope(q_rope, np.arange(q.shape[2]))],
+                               -1), r[1], r[2]))), "you rotated q_rope again"),
     # ----- Your turn 5: the series' head width -----
     Mistake("07 YT5 GQA equivalent", "heads of width D / h = 40", lambda: gqa((D_C + D_ROPE) / (2 * 40)), "D / h = 40"),
 ]
 
 RIGHT: list[RightAnswer] = [
     RightAnswer("07 YT4 MLA cache", "an np.int64 count", lambda: cache(np.int64(CACHE))),
+    RightAnswer("07 YT4 MLA cache", "a whole float (the statement asks for one whole number)",
+                lambda: cache(float(CACHE))),
+    RightAnswer("07 YT6 absorbed score cost", "a whole float", lambda: cost(float(COST))),
     RightAnswer("07 YT5 GQA equivalent", "2.25 as the lesson prints it", lambda: gqa(2.25)),
     RightAnswer("07 YT5 GQA equivalent", "the expression of the constants",
                 lambda: gqa((D_C + D_ROPE) / (2 * HEAD_DIM))),
     RightAnswer("07 YT6 absorbed score cost", "a torch integer", lambda: cost(torch.tensor(COST))),
     RightAnswer("07 YT1 rebuilt keys", "a per-head loop, stacked", lambda: keys(
-        np.stack([latent @ w_uk[i] for i in range(h)], axis=1))),
-    RightAnswer("07 YT1 rebuilt keys", "broadcast matmul", lambda: keys(latent[:, None] @ w_uk)),
+        lambda lat, up: np.stack([lat @ up[i] for i in range(up.shape[0])], axis=1))),
+    RightAnswer("07 YT1 rebuilt keys", "broadcast matmul", lambda: keys(lambda lat, up: lat[:, None] @ up)),
+    RightAnswer("07 YT1 rebuilt keys", "einsum, as torch", lambda: keys(
+        lambda lat, up: torch.einsum("btc,hcn->bhtn", torch.from_numpy(lat), torch.from_numpy(up)))),
 
 ]
 

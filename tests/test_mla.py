@@ -18,6 +18,7 @@ from lessons_lib.mla import (
     mla_cache_bytes,
     multi_query_attention,
     per_head_projection,
+    query_absorption_numbers,
 )
 from lessons_lib.rope import apply_rope
 
@@ -304,3 +305,17 @@ def test_per_head_projection_matches_torch_einsum() -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
     for i in range(3):
         np.testing.assert_allclose(ours[:, i], inputs @ weights[i], rtol=1e-12, atol=1e-12)
+
+
+def test_query_absorption_numbers_count_torch_parameters() -> None:
+    """The counts are the parameters of the two ways to keep the query side, built as torch tensors
+    on the meta device (shapes only), at DeepSeek-V2's sizes and from its query latent."""
+    for n in (5120, 1536):
+        h, d_nope, d_c = 128, 128, 512
+        merged = torch.empty(h, n, d_c, device="meta").numel()
+        factors = torch.empty(h, n, d_nope, device="meta").numel() + torch.empty(h, d_c, d_nope, device="meta").numel()
+        assert query_absorption_numbers(n, h, d_nope, d_c) == {"multiplied out": merged, "as factors": factors}
+    numbers = query_absorption_numbers(5120, 128, 128, 512)
+    assert round(numbers["multiplied out"] / numbers["as factors"], 2) == 3.64
+    with pytest.raises(ValueError, match="latent_width"):
+        query_absorption_numbers(16, 2, 4, 0)

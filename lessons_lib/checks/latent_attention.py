@@ -16,6 +16,7 @@ comparison, ``d_c`` latent width (``kv_lora_rank``), ``d_rope`` rotary key width
 from __future__ import annotations
 
 import dis
+import functools
 import math
 import types
 from typing import Any
@@ -39,6 +40,7 @@ from lessons_lib.checks import (
     same,
     same_kind,
 )
+from lessons_lib.rope import apply_rope
 from lessons_lib.validation import check_int
 
 __all__ = [
@@ -61,23 +63,28 @@ def _same_shape_hint(a: Floats, right: Floats, what: str) -> str:
 
 
 def check_rebuilt_keys(
-    answer: Any, latent: Any, w_uk: Any, w_uv: Any, *, section_1_latent: Any = None, section_1_w_uk: Any = None
+    function: Any, latent: Any, w_uk: Any, w_uv: Any, *, section_1_latent: Any = None, section_1_w_uk: Any = None
 ) -> Verdict:
-    """Question "rebuilt keys": every head's keys ``latent @ w_uk[i]``, shape ``(B, h, T, d_nope)``.
+    """Question "rebuilt keys": ``function(latent, w_uk)`` returns every head's keys ``latent @ w_uk[i]``,
+    shape ``(B, h, T, d_nope)``.
+
+    Judged on the lesson's arrays, then on two problems of other sizes (a batch of 2, ``h != d_nope``).
 
     Args:
+        function: the learner's function of ``(latent, w_uk)``.
         latent: the cached latents ``(B, T, d_c)``.
         w_uk: per-head key up-projections ``(h, d_c, d_nope)``.
         w_uv: per-head value up-projections ``(h, d_c, d_v)``, to recognise values handed in as keys.
-        section_1_latent, section_1_w_uk: optional lookalikes the notebook also holds (section 1's
-            hand-built layer, with the same shapes), to recognise them used by mistake.
+        section_1_latent, section_1_w_uk: optional lookalikes the notebook also holds (with the same
+            shapes), to recognise them read from the notebook by mistake.
 
-    Recognises: ``latent @ w_uk`` (the latent's batch axis lined up with the heads axis, B lost), the
-    value up-projection used, section 1's latent or key up-projection used, head 0's up-projection
-    for every head, a reshape where a transpose belongs, heads and features swapped, heads after
-    tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T,
-    d_nope)`` (a list of per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads
-    concatenated ``(B, T, h * d_nope)``, one head only, and the heads summed.
+    Recognises: the library's ``per_head_projection`` called, ``latent @ w_uk`` (the latent's batch
+    axis lined up with the heads axis, B lost), the value up-projection used, the lookalikes used,
+    head 0's up-projection for every head, a reshape where a transpose belongs, heads and features
+    swapped, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T, d_nope)`` (a list of
+    per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads concatenated
+    ``(B, T, h * d_nope)``, one head only, the heads summed, and sizes or notebook variables the
+    function does not read from its arguments.
     """
     question = "rebuilt keys"
     c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
@@ -87,32 +94,80 @@ def check_rebuilt_keys(
                                                                rank=3)
     wuk1 = None if section_1_w_uk is None else reference_array("section_1_w_uk", section_1_w_uk, "(h, d_c, d_nope)",
                                                                rank=3)
-    a = array_answer(question, answer, "an array of shape (B, h, T, d_nope): every head's keys")
+    what = "the body of your function: it returns every head's keys, (B, h, T, d_nope)"
+    refused = forbidden_call(question, function.func if isinstance(function, functools.partial) else function,
+                             "per_head_projection")
+    if refused is not None:
+        return refused
+    result = function_answer(question, function, (c.copy(), wuk.copy()), what)
+    if isinstance(result, Verdict):
+        return result
+    a = array_answer(question, result, "an array of shape (B, h, T, d_nope): every head's keys")
     if isinstance(a, Verdict):
         return a
+    right = _keys(c, wuk)
+    if not same(a, right):
+        return failed(question, _keys_mistake(a, right, c, wuk, wuv, c1, wuk1))
+    for number, sizes in enumerate(_KEY_SIZES):
+        rng = np.random.default_rng(36 + number)
+        B, T, h, d_c, d_nope = (sizes[k] for k in ("B", "T", "h", "d_c", "d_nope"))
+        other_c, other_wuk = rng.standard_normal((B, T, d_c)), rng.standard_normal((h, d_c, d_nope))
+        other = function_answer(question, function, (other_c.copy(), other_wuk.copy()), what)
+        other_right = _keys(other_c, other_wuk)
+        if not isinstance(other, Verdict):
+            other = array_answer(question, other, "an array")
+        if not isinstance(other, Verdict) and same(other, other_right):
+            continue
+        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
+        if isinstance(other, Verdict):
+            why = other.message.split("] ", 1)[-1]
+        elif other.shape != other_right.shape:
+            why = f"your shape {other.shape}, expected {other_right.shape}"
+        else:
+            why = _keys_mistake(other, other_right, other_c, other_wuk, other_wuk, None, None)
+        globals_read = _notebook_data(function)
+        if globals_read:
+            names = ", ".join(f"`{name}`" for name in globals_read)
+            return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): your "
+                                    f"function reads the notebook's {names}; use only its arguments latent and w_uk, "
+                                    "and read every size from their shapes")
+        if B > 1:
+            return failed(question, f"right when the batch holds one sequence, but not for B = {B} ({shown}; {why}): "
+                                    "with B = 1 a misplaced batch axis hides; give the latent an axis of size 1 where "
+                                    "w_uk has its heads, latent[:, None], or name every axis in np.einsum")
+        return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): does your "
+                                "function use a size it does not read from its arguments' shapes?")
+    return passed(question, f"latent @ w_uk[i] for every head i: shape (B, h, T, d_nope) = {right.shape} (also on two "
+                            "problems of other sizes)")
 
-    def keys(lat: Floats, up: Floats) -> Floats:
-        out: Floats = np.einsum("btc,hcn->bhtn", lat, up)  # (B, T, d_c) x (h, d_c, d_nope) -> (B, h, T, d_nope)
-        return out
 
-    right = keys(c, wuk)
-    if same(a, right):
-        return passed(question, f"latent @ w_uk[i] for every head i: shape (B, h, T, d_nope) = {right.shape}")
+_KEY_SIZES = (dict(B=2, T=3, h=3, d_c=5, d_nope=2), dict(B=1, T=5, h=2, d_c=3, d_nope=6))
+
+
+def _keys(lat: Floats, up: Floats) -> Floats:
+    out: Floats = np.einsum("btc,hcn->bhtn", lat, up)  # (B, T, d_c) x (h, d_c, d_nope) -> (B, h, T, d_nope)
+    return out
+
+
+def _keys_mistake(a: Floats, right: Floats, c: Floats, wuk: Floats, wuv: Floats, c1: Floats | None,
+                  wuk1: Floats | None) -> str:
+    """What is wrong with the keys ``a`` (right: ``right``), named when we recognise it."""
     B, h, T, d_nope = right.shape
-    candidates: list[tuple[Any, str]] = [
-        (lambda: keys(c, wuv), "those are the values: you used w_uv, the value up-projection; keys come from w_uk"),
-        (lambda: np.broadcast_to(c[:, None] @ wuk[0], right.shape),
-         "every head got head 0's keys: you used w_uk[0] for all heads; head i has its own w_uk[i]"),
-    ]
-    section_1 = ("section 1's hand-built layer, which has the same sizes as `layer` but other weights; this "
-                 "exercise is about `layer` (section 4): use c = x @ layer.w_dkv and layer.w_uk")
+    candidates: list[tuple[Any, str]] = []
+    if wuv is not wuk:
+        candidates.append((lambda: _keys(c, wuv),
+                           "those are the values: you used w_uv, the value up-projection; keys come from w_uk"))
+    candidates.append((lambda: np.broadcast_to(c[:, None] @ wuk[0], right.shape),
+                       "every head got head 0's keys: you used w_uk[0] for all heads; head i has its own w_uk[i]"))
+    elsewhere = ("a lookalike the notebook also holds, with the same sizes but other weights; use the arguments your "
+                 "function is given")
     if c1 is not None and wuk1 is not None:
-        candidates.append((lambda: keys(c1, wuk1), f"those are section 1's keys k: its `latent` and `w_uk` belong to "
-                                                   f"{section_1}"))
+        candidates.append((lambda: _keys(c1, wuk1), f"those are other keys: the `latent` and `w_uk` you used are "
+                                                    f"{elsewhere}"))
     if wuk1 is not None:
-        candidates.append((lambda: keys(c, wuk1), f"you used section 1's `w_uk`, from {section_1}"))
+        candidates.append((lambda: _keys(c, wuk1), f"you used another `w_uk`, {elsewhere}"))
     if c1 is not None:
-        candidates.append((lambda: keys(c1, wuk), f"you used section 1's `latent`, from {section_1}"))
+        candidates.append((lambda: _keys(c1, wuk), f"you used another `latent`, {elsewhere}"))
     candidates += [
         (lambda: np.asarray(c @ wuk),
          "latent @ w_uk lines the latent's batch axis up with w_uk's heads axis: with B = 1 NumPy broadcasts it, "
@@ -142,13 +197,13 @@ def check_rebuilt_keys(
          "axis=0) gives; stack the heads at axis 1: (B, h, T, d_nope)"),
     ]
     mistake = first_match(a, candidates)
-    return failed(
-        question,
-        mistake or (f"not every head's keys latent @ w_uk[i] (your shape {a.shape}, expected (B, h, T, d_nope) = "
-                    f"{right.shape})" if a.shape != right.shape else
-                    f"right shape {a.shape}, wrong numbers: not every head's keys latent @ w_uk[i]; look at which "
-                    "axes your product sums over, and whether a reshape mixed tokens and heads"),
-    )
+    if mistake is not None:
+        return mistake
+    if a.shape != right.shape:
+        return (f"not every head's keys latent @ w_uk[i] (your shape {a.shape}, expected (B, h, T, d_nope) = "
+                f"{right.shape})")
+    return (f"right shape {a.shape}, wrong numbers: not every head's keys latent @ w_uk[i]; look at which axes your "
+            "product sums over, and whether a reshape mixed tokens and heads")
 
 
 def _scores_problem(
@@ -197,6 +252,14 @@ _BATCH_AXIS = ("the latent (B, S, d_c) has no heads axis, so (B, h, T, d_c) @ (B
                "of size 1, latent[:, None], before the product")
 
 
+def _whole_float_as_int(answer: Any) -> Any:
+    """A whole float (``34560.0``, from ``/`` or a float constant) as the int it equals: these questions
+    ask for "one whole number", and a whole float is one. Anything else is returned unchanged."""
+    if isinstance(answer, (float, np.floating)) and math.isfinite(answer) and float(answer).is_integer():
+        return int(answer)
+    return answer
+
+
 def check_mla_cache_elements(
     answer: Any, *, layers: int, latent_width: int, rope_width: int, kv_heads: int, head_dim: int,
     nope_width: int | None = None, value_width: int | None = None, context: int | None = None,
@@ -226,7 +289,8 @@ def check_mla_cache_elements(
         for name, value in (("nope_width", nope_width), ("value_width", value_width), ("context", context),
                             ("bytes_per_element", bytes_per_element))
     )
-    a = int_answer(question, answer, "one whole number: the numbers cached per token, summed over all layers")
+    a = int_answer(question, _whole_float_as_int(answer),
+                   "one whole number: the numbers cached per token, summed over all layers")
     if isinstance(a, Verdict):
         return a
     right = layers * (latent_width + rope_width)
@@ -323,7 +387,7 @@ def check_equivalent_kv_heads(
             f"caching a K and a V of width {head_dim} per KV head",
         )
     if isinstance(answer, (int, np.integer)) and not isinstance(answer, bool) and a == mla // (2 * head_dim) != right:
-        return failed(question, f"{a} is a whole number where the ratio is not: floor division `//` drops the "
+        return failed(question, f"{int(answer)} is an int where the ratio is not whole: floor division `//` drops the "
                                 "fraction (as do int() and round()); divide with `/`, the question asks for the exact "
                                 "ratio, which need not be whole")
     mistakes: list[tuple[Any, str]] = [
@@ -380,7 +444,8 @@ def check_absorbed_score_cost(
              "rope_width": rope_width, "layers": layers}
     heads, cached_tokens, latent_width, nope_width, rope_width, layers = (check_int(n, v) for n, v in sizes.items())
     model_width = None if model_width is None else check_int("model_width", model_width)
-    a = int_answer(question, answer, "one whole number: multiply-adds of one layer's absorbed scores for one query")
+    a = int_answer(question, _whole_float_as_int(answer),
+                   "one whole number: multiply-adds of one layer's absorbed scores for one query")
     if isinstance(a, Verdict):
         return a
     h, S, d_c, d_nope, d_rope = heads, cached_tokens, latent_width, nope_width, rope_width
@@ -388,8 +453,8 @@ def check_absorbed_score_cost(
     if a == right:
         return passed(
             question,
-            f"h x S x (d_c + d_rope) = {h} x {S} x ({d_c} + {d_rope}) = {right}: every head compares its "
-            f"absorbed query with each cached latent and its rotary query with each rotary key",
+            f"{right} multiply-adds: every head compares its absorbed query with each cached latent and its "
+            "rotary query with each rotary key",
         )
     query_cost = ("you added the cost of forming the absorbed query ({what}, paid once per query, not per cached "
                   "token); the question counts only the score dot products against the S cached tokens")
@@ -402,8 +467,8 @@ def check_absorbed_score_cost(
         (S * (d_c + d_rope), f"that is one head; all {h} heads compute their own scores"),
         (h * (d_c + d_rope), f"that is one cached token; the query is scored against all S = {S} of them"),
         (h * S * (d_nope + d_rope),
-         f"that is the explicit route, over d_nope + d_rope features; absorbed queries have d_c = {d_c} "
-         "features where the rebuilt keys had d_nope"),
+         "that counts the scores against rebuilt keys (the explicit route); an absorbed query does not meet a "
+         "key, it meets the cached latent: how wide is that?"),
         (layers * right, f"that is all {layers} layers; the question asks for one layer"),
         (2 * right, "you counted a multiply and an add separately (FLOPs); count each multiply-add once"),
         (right + h * d_nope * d_c, query_cost.format(what="q_i W_uk[i]^T, h x d_nope x d_c")),
@@ -657,9 +722,41 @@ def _judge_mqa(result: Any, args: tuple[Floats, ...], right: tuple[Floats, Float
             if same(scores * factor, right_scores):
                 return (f"your queries (or key) are divided by {name}; return them unscaled and give the scale to "
                         "the attention call")
+        named = _mqa_score_mistake(scores, args, right)
+        if named is not None:
+            return named
         return "right shapes, but queries @ key.T are not the scores q_i . k_i + q^R_i . k^R of every head"
     if not same(value, right_v):
         return "right shapes and right scores, but the value is not the latent itself, latent[:, None]"
+    return None
+
+
+def _mqa_score_mistake(scores: Floats, args: tuple[Floats, ...], right: tuple[Floats, Floats, Floats]) -> str | None:
+    """Names a wrong ``queries @ key.T`` when it is head 0's ``w_uk`` for every head, or a rotary part
+    rotated a second time (``q_rope`` and ``rope_key`` arrive already rotated)."""
+    q, q_rope, latent, rope_key, w_uk = args
+    right_q, right_k, _ = right
+    T, S, d_c = q.shape[2], latent.shape[1], latent.shape[2]
+
+    def scores_of(queries: Floats, key: Floats) -> Floats:
+        out: Floats = queries @ np.swapaxes(key, -1, -2)
+        return out
+
+    head_0 = np.concatenate([np.einsum("bhtn,cn->bhtc", q, w_uk[0]), q_rope], axis=-1)
+    if same(scores, scores_of(head_0, right_k)):
+        return ("every head's query went through w_uk[0]: head i has its own key up-projection, so its query "
+                "meets the latent through w_uk[i].T (an einsum over the heads axis, or w_uk with its last two axes "
+                "swapped)")
+    key_again = np.concatenate([latent, apply_rope(rope_key, np.arange(S))], axis=-1)[:, None]
+    queries_again = [np.concatenate([right_q[..., :d_c], apply_rope(q_rope, positions)], axis=-1)
+                     for positions in (np.arange(T), np.arange(S - T, S))]
+    if any(same(scores, scores_of(right_q, key_again)) or same(scores, scores_of(again, key_again))
+           for again in queries_again):
+        return ("you rotated rope_key again: it comes from the cache already rotated (each token's rotary key is "
+                "rotated once, at its own position, when it is cached); use rope_key as it is")
+    if any(same(scores, scores_of(again, right_k)) for again in queries_again):
+        return ("you rotated q_rope again: the rotary queries arrive already rotated at their positions; use q_rope "
+                "as it is")
     return None
 
 

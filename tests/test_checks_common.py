@@ -293,6 +293,7 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "score multiplies": lambda a: ih.check_score_multiplies(a, 2, 3, 5, 8, 2),
     "bytes per token": lambda a: gqa.check_bytes_per_token(a, 2, 4, 2, 8),
     "repeated K/V heads": lambda a: gqa.check_repeat_kv(a, _kv, 2),
+    "rebuilt keys": lambda a: la.check_rebuilt_keys(lambda latent, w_uk: a, *_fresh((1, 3, 4), (2, 4, 3), (2, 4, 3))),
     "MLA cache": lambda a: la.check_mla_cache_elements(a, **_mla),
     "GQA equivalent": lambda a: la.check_equivalent_kv_heads(a, latent_width=8, rope_width=4, head_dim=4),
     "scores against the latent": lambda a: la.check_query_latent_scores(
@@ -305,8 +306,8 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
 }
 # None from a function: "returned None"
-FUNCTION_CHECKS = ("split", "block", "RMSNorm", "repeated-half loss", "head contribution", "sequence-first merge",
-                   "scores against the latent", "MQA over the latent")
+FUNCTION_CHECKS = ("split", "rebuilt keys", "block", "RMSNorm", "repeated-half loss", "head contribution",
+                   "sequence-first merge", "scores against the latent", "MQA over the latent")
 
 
 @pytest.mark.parametrize("label", sorted(CHECKERS))

@@ -165,7 +165,8 @@ def check_score_multiplies(
     (``B*h*T*S*d_h = B*T*S*D``). Give ``h`` or ``d_h`` (then ``h = D / d_h``).
 
     Recognises: dot products ``D`` long, one head, the number of scores, the value mixing (or the
-    additions) counted too, the ``1/sqrt(d_h)`` scaling counted, ``T`` or ``S`` twice, the batch left out, ``T + S`` for ``T * S``, and the weights' bytes.
+    additions) counted too, the ``1/sqrt(d_h)`` scaling counted, ``T`` or ``S`` twice, the batch left
+    out, ``T + S`` for ``T * S``, and the weights' bytes.
     """
     question = "score multiplies"
     h, width = _heads_and_width(h, D, d_h)

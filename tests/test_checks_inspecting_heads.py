@@ -114,6 +114,7 @@ HEAD_COUNT_MISTAKES = [
     (0, "positive number"),
     (512 * 64, "multiplied D by d_h"),
     (1024, "more heads than the D=512 features"),
+    (64 / 512, "upside down"),
 ]
 
 
@@ -156,9 +157,11 @@ SCORE_MULTIPLY_MISTAKES = [
     (B * H * T * S * DM, "d_h long, not D long"),
     (B * T * S * (DM // H), "counts one head"),
     (B * H * T * S, "number of scores"),
-    (2 * RIGHT_MULTIPLIES, "value mixing"),
+    (2 * RIGHT_MULTIPLIES, "or you added the value mixing"),
     (B * T * T * DM, "used T twice"),
     (B * S * S * DM, "used S twice"),
+    (B * T * S * (DM + H), "1/sqrt(d_h) scaling too"),
+    (B * H * T * S * (2 * (DM // H) - 1), "counts the additions too"),
     (T * S * DM, "left out the batch"),
     (99, "count the scores first"),
 ]
@@ -246,7 +249,7 @@ def test_cost_checks_take_h_from_d_and_d_h() -> None:
     assert check_weight_entries(3 * 6 * 20 * 30, B=3, T=20, S=30, D=384, d_h=64).ok
     assert check_score_multiplies(3 * 20 * 30 * 384, B=3, T=20, S=30, D=384, d_h=64).ok
     work = check_weight_entries(3 * 20 * 30 * 384, B=3, T=20, S=30, D=384, d_h=64)
-    assert_not_yet(work, "which counts multiplications", "weight entries", str(3 * 6 * 20 * 30))
+    assert_not_yet(work, "you multiplied by a width", "weight entries", str(3 * 6 * 20 * 30))
     assert "384 heads" not in work.message
     with pytest.raises(ValueError, match="give h, or both D and d_h"):
         check_weight_entries(None, B=1, T=2, S=3, D=8)

@@ -72,8 +72,8 @@ def check_weight_entries(
     Give ``h``, or ``D`` and ``d_h`` (then ``h = D / d_h``, and the check call does not show it).
     Recognises: heads left out, batch left out, ``T * T`` or ``S * S`` used for ``T * S``, another
     number of heads (e.g. ``d_h`` taken for ``h``), bytes (float32 or float64) given instead of
-    entries, and, when the head width is known, the multiplications the scores take
-    (``B*h*T*S*d_h = B*T*S*D``) given instead of the entries.
+    entries, and, when the head width is known, the count multiplied by a width (without naming the
+    multiplication count, the next question of lesson 05) and the layer's parameters (``4*D*D``).
     """
     question = "weight entries"
     B, T, S = (check_int(name, value) for name, value in (("B", B), ("T", T), ("S", S)))
@@ -85,12 +85,22 @@ def check_weight_entries(
     if n == right:
         return passed(question, f"B*h*T*S = {B}*{h}*{T}*{S} = {right} entries: one (T, S) map per head and sequence")
     counted_work = [] if width is None else [
-        (right * width, "that is B*T*S*D, which counts multiplications (each entry is a score, a dot product "
-                        "of d_h numbers, and you multiplied by its length) or takes the width D for the head "
-                        "count h; the question asks how many numbers the tensor holds, one per score"),
-        (2 * right * width, "that counts the multiplications of the scores and of the value mixing; the question "
-                            "asks how many numbers the weight tensor holds, one per score"),
+        (right * width, "too large by a factor of the head width: the tensor holds one number per weight, one "
+                        "weight per query, key, head and sequence; you multiplied by a width (or took the "
+                        "width D for the head count h)"),
+        (2 * right * width, "too large by twice the head width: the tensor holds one number per weight, one "
+                            "weight per query, key, head and sequence; you multiplied by a width and by 2"),
     ]
+    if D is not None:
+        counted_work += [
+            (4 * D * D, "that is 4*D*D, the parameters of the layer's four projections W_q, W_k, W_v, W_o; the "
+                        "question asks for the attention weights (the softmax output), one per query, key, head "
+                        "and sequence"),
+            (4 * D * D + 4 * D, "that is the layer's parameters (four D x D projections and their biases); the "
+                                "question asks for the attention weights (the softmax output)"),
+            (D * D, "that is D*D, the parameters of one projection matrix; the question asks for the attention "
+                    "weights (the softmax output), one per query, key, head and sequence"),
+        ]
     mistake = first_match(n, [
         *counted_work,
         (B * T * S, "you left out the heads: B*T*S counts one map per sequence, but every head stores its "
@@ -117,13 +127,20 @@ def check_head_count(answer: Any, D: int, d_h: int) -> Verdict:
     D, d_h = check_int("D", D, symbol="D"), check_int("d_h", d_h)
     if D % d_h != 0:
         raise ValueError(f"d_h={d_h} must divide D={D} for this question to have an answer")
+    upside_down = ("upside down: that is d_h / D, the share of the width one head takes; the count of heads is "
+                   "how many times d_h fits into D")
+    if isinstance(answer, float) and 0 < answer < 1 and np.isclose(answer, d_h / D):
+        return failed(question, upside_down)
     n = int_answer(question, answer, "one whole number: how many heads")
     if isinstance(n, Verdict):
         return n
     right = D // d_h
     if n == right:
         return passed(question, f"h = D / d_h = {D} / {d_h} = {right}")
-    if n <= 0:
+    if n == 0:
+        return failed(question, f"h must be a positive number of heads, got 0: if you computed d_h // D, the "
+                                f"division is {upside_down}")
+    if n < 0:
         return failed(question, f"h must be a positive number of heads, got {n}")
     if n == D * d_h:
         return failed(question, "you multiplied D by d_h: the heads share the D features, so more width per "
@@ -147,8 +164,9 @@ def check_score_multiplies(
     """Question "score multiplies": multiplications to form every head's scores ``q @ k^T``?
     (``B*h*T*S*d_h = B*T*S*D``). Give ``h`` or ``d_h`` (then ``h = D / d_h``).
 
-    Recognises: dot products ``D`` long, one head, the number of scores, the value mixing counted
-    too, ``T`` or ``S`` twice, the batch left out, ``T + S`` for ``T * S``, and the weights' bytes.
+    Recognises: dot products ``D`` long, one head, the number of scores, the value mixing (or the
+    additions) counted too, the ``1/sqrt(d_h)`` scaling counted, ``T`` or ``S`` twice, the batch left
+    out, ``T + S`` for ``T * S``, and the weights' bytes.
     """
     question = "score multiplies"
     h, width = _heads_and_width(h, D, d_h)
@@ -165,8 +183,17 @@ def check_score_multiplies(
                             "d_h features"),
         (B * T * S * d_h, "that counts one head; all h heads compute their scores"),
         (B * h * T * S, "that is the number of scores (weight entries); each score is itself a dot product"),
-        (2 * right, "that also counts the value mixing (weights @ v), which costs as much again; the "
-                    "question asks for the scores only"),
+        (2 * right, "twice the count: either you counted an addition for every multiplication (the question "
+                    "counts multiplications only), or you added the value mixing (weights @ v), which costs as "
+                    "much again (the question asks for the scores only)"),
+        (B * h * T * S * (2 * d_h - 1), "that counts the additions too: a dot product of d_h numbers takes d_h "
+                                        "multiplications and d_h - 1 additions; the question counts "
+                                        "multiplications only"),
+        (B * h * T * S * (d_h + 1), "you counted the 1/sqrt(d_h) scaling too (one more multiplication per "
+                                    "score); the question leaves the scaling out: only the products inside "
+                                    "q . k"),
+        (B * h * T * S * (D + 1), "you counted the 1/sqrt(d_h) scaling too, and each head's dot products are "
+                                  "d_h long, not D long"),
         (B * h * T * T * d_h, "you used T twice: every query meets S keys, not T"),
         (B * h * S * S * d_h, "you used S twice: there are T queries, not S"),
         (h * T * S * d_h, "you left out the batch: each of the B sequences has its own scores"),
@@ -294,6 +321,12 @@ def _parts_verdict(question: str, function: Any, head_out: NDArray[np.float64], 
                            wo.reshape(h, d_h, D)), _RESHAPE_ONLY),
     ]
     mistake = first_match(got, candidates)
+    if mistake is None and got.shape == right.shape and same(got.sum(axis=1), right.sum(axis=1)):
+        even = same(got, np.broadcast_to(right.sum(axis=1, keepdims=True) / h, right.shape))
+        mistake = ("the parts sum to the output but are not per-head" + (
+            ": every part is the whole output divided by h, the same for every head; head i's part comes from "
+            "head i's output alone, times its own rows of wo" if even else
+            ": head i's part must come from head i's output alone, times its own rows of wo"))
     if mistake is None and got.shape == right.shape:
         wrong = [i for i in range(h) if not same(got[:, i], right[:, i])]
         mistake = (f"right shape (B, h, T, D), but the parts of heads {wrong} are not right: head i's output "
@@ -419,6 +452,11 @@ def _shares_verdict(question: str, function: Any, weights: NDArray[np.float64], 
         (lambda: _shares(weights, marker, previous_all=True, next_all=True),
          "you divided by all T queries for previous and next; query 0 has no previous and query T-1 no next "
          "position: count each over the queries that have one"),
+        (lambda: np.stack([(weights.argmax(axis=-1)[:, :, 1:] == np.arange(1, T) + 1).mean(axis=(0, 2)),
+                           (weights.argmax(axis=-1)[:, :, :-1] == np.arange(T - 1) - 1).mean(axis=(0, 2)),
+                           right[2]]),
+         "previous and next are swapped: row 0 compares query t with t + 1 and row 1 with t - 1; query t's "
+         "previous position is t - 1 (left of the diagonal), its next t + 1"),
         (lambda: right * np.array([[B * (T - 1)], [B * (T - 1)], [B * T]]), "those are counts; divide each by "
                                                                             "the number of queries it was "
                                                                             "counted over"),
@@ -460,6 +498,10 @@ def _row_variants(weights: NDArray[np.float64], marker: NDArray[np.int64]) -> li
         (0, (weights[:, :, later, later - 1] > 0.5).mean(axis=(0, 2)), threshold),
         (1, (weights[:, :, later - 1, later] > 0.5).mean(axis=(0, 2)), threshold),
         (2, (on_marker > 0.5).mean(axis=(0, 2)), threshold),
+        (0, (best[:, :, 1:] == later + 1).mean(axis=(0, 2)),
+         "previous and next are swapped: it compares query t with t + 1; query t's previous position is t - 1"),
+        (1, (best[:, :, :-1] == later - 2).mean(axis=(0, 2)),
+         "previous and next are swapped: it compares query t with t - 1; query t's next position is t + 1"),
         (0, (best == np.roll(t, 1)).mean(axis=(0, 2)),
          "compares query 0 with position T - 1: np.roll wraps around, so the first query gets the last position "
          "as its neighbour; count only the queries t >= 1, which have a previous position"),
@@ -505,7 +547,8 @@ def _wrong_rows(got: NDArray[Any], right: NDArray[np.float64], weights: NDArray[
         why = next((text for r, values, text in _row_variants(weights, marker) if r == row and same(got[row], values)),
                    None)
         if why is None and row < 2 and same(got[row], right[1 - row]):
-            why = "holds the other neighbour's shares: query t's previous position is t - 1, its next t + 1"
+            why = ("previous and next are swapped: it holds the other neighbour's shares; query t's previous "
+                   "position is t - 1, its next t + 1")
         found.setdefault(why or "not right", []).append(row)
     parts = []
     for why, rows in found.items():

@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -59,6 +60,7 @@ INSTALL_PLAYWRIGHT = (
     "(never run `playwright install`; the tests drive the system Chromium)"
 )
 SERVER_START_SECONDS = 90.0
+_SHUTTING_DOWN: list[threading.Thread] = []  # kernels being shut down in the background
 
 # JupyterLab user settings for the test server. Windowing off: every cell stays in the page, so
 # the tests can read every prompt and output. Autosave off: nothing is written back, even to the copy.
@@ -143,9 +145,19 @@ class LabServer:
         return json.loads(body) if body else None
 
     def shut_down_kernels(self) -> None:
-        """Delete every session (and so its kernel): each notebook then starts from a fresh kernel."""
-        for session in self.api("GET", "api/sessions"):
-            self.api("DELETE", f"api/sessions/{session['id']}")
+        """Delete every session (and so its kernel), in the background: the next notebook starts a fresh
+        kernel of its own, so nothing waits for the old ones to stop (a kernel takes a second or two).
+        The server waits for these deletions before it stops."""
+        sessions = [session["id"] for session in self.api("GET", "api/sessions")]
+
+        def delete() -> None:
+            for session in sessions:
+                with contextlib.suppress(OSError):  # already gone, or the server is stopping
+                    self.api("DELETE", f"api/sessions/{session}")
+
+        worker = threading.Thread(target=delete, daemon=True)
+        worker.start()
+        _SHUTTING_DOWN.append(worker)
 
 
 def write_lab_settings(settings_dir: Path) -> None:
@@ -216,6 +228,8 @@ def running_lab(base: Path, root: Path) -> Iterator[LabServer]:
             wait_until_answering(server, process)
             yield server
         finally:
+            for worker in _SHUTTING_DOWN:
+                worker.join(timeout=30)
             process.terminate()
             try:
                 process.wait(timeout=20)

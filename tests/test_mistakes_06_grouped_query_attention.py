@@ -338,11 +338,16 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "06 YT5 Mistral cache", "window counted as W + 1", mistral(MISTRAL_RIGHT // 4096 * 4097), "W + 1 = 4097 tokens"
     ),
-    Mistake("06 YT5 Mistral cache", "h = 32 instead of h_kv", mistral(MISTRAL_RIGHT * 4), "most likely you used h=32 query heads"),
+    Mistake(
+        "06 YT5 Mistral cache", "h = 32 instead of h_kv", mistral(MISTRAL_RIGHT * 4), "most likely you used h=32 query"
+    ),
     Mistake("06 YT5 Mistral cache", "one conversation", mistral(MISTRAL_RIGHT // 12), "the cache of one sequence"),
     Mistake("06 YT5 Mistral cache", "no factor 2", mistral(MISTRAL_RIGHT // 2), "factor 2"),
     Mistake(
-        "06 YT5 Mistral cache", "2 bytes per element, as in 16-bit", mistral(MISTRAL_RIGHT * 2), "most likely you took 2 bytes"
+        "06 YT5 Mistral cache",
+        "2 bytes per element, as in 16-bit",
+        mistral(MISTRAL_RIGHT * 2),
+        "most likely you took 2 bytes",
     ),
     Mistake(
         "06 YT5 Mistral cache", "float32, 4 bytes", mistral(MISTRAL_RIGHT * 4), "less likely, you took 4 bytes per"

@@ -125,7 +125,10 @@ def test_cache_diagnoses_are_ranked_and_not_repeated() -> None:
     mistral = kv_cache.MODELS["Mistral 7B v0.1"]
     right = 2 * 32 * 8 * 128 * 4096 * 12
     two_bytes = not_yet(check_cache_bytes(right * 2, mistral, tokens=6000, batch=12, bytes_per_element=1), right)
-    assert two_bytes.startswith(f"{right * 2} is not right: you took 2 bytes per element (16-bit)")
+    assert two_bytes.startswith(f"{right * 2} is not right: most likely you took 2 bytes per element (16-bit)")
+    assert "; less likely, you used h=32" in two_bytes  # the rarer double slip comes second, marked as such
+    four_times = not_yet(check_cache_bytes(right * 4, mistral, tokens=6000, batch=12, bytes_per_element=1), right)
+    assert four_times.index("most likely you used h=32") < four_times.index("less likely, you took 4 bytes")
     assert "1 bytes" not in two_bytes
 
 
@@ -232,8 +235,8 @@ def test_repeat_kv_blank_and_right() -> None:
 @pytest.mark.parametrize(
     "wrong, phrase",
     [
-        (np.tile(KV, (1, 3, 1, 1)), "tiling"),
-        (torch.from_numpy(KV).repeat(1, 3, 1, 1), "tiling"),
+        (np.tile(KV, (1, 3, 1, 1)), "K/V heads tiled"),
+        (torch.from_numpy(KV).repeat(1, 3, 1, 1), "K/V heads tiled"),
         (np.repeat(KV, 3, axis=2), "token axis S"),
         (np.repeat(KV, 3), "without an axis"),
         (np.repeat(KV, 2, axis=1), "h_kv=2 times"),

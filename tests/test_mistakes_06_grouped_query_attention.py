@@ -164,19 +164,31 @@ MISTAKES: list[Mistake] = [
         mapping(lambda h, h_kv: np.arange(h) // 1),
         "g=1 is written into your function",
     ),
+    Mistake(
+        "06 YT1 K/V head function",
+        "a column of shape (h, 1) (blind trial 2)",
+        mapping(lambda h, h_kv: (np.arange(h) // (h // h_kv))[:, None]),
+        "integers, but of shape (12, 1)",
+    ),
+    Mistake(
+        "06 YT1 K/V head function",
+        "a nested list, one per row",
+        mapping(lambda h, h_kv: [[i // (h // h_kv)] for i in range(h)]),
+        "integers, but of shape (12, 1)",
+    ),
     # ----- Your turn 2: K/V heads repeated for the query heads -----------------------------------------
-    Mistake("06 YT2 repeat K/V", "np.tile", repeated(np.tile(KEYS, (1, G, 1, 1))), "tiling gives heads 0, 1"),
+    Mistake("06 YT2 repeat K/V", "np.tile", repeated(np.tile(KEYS, (1, G, 1, 1))), "K/V heads tiled, 0, 1, .., 0, 1"),
     Mistake(
         "06 YT2 repeat K/V",
         "np.concatenate of copies (a tile)",
         repeated(np.concatenate([KEYS] * G, axis=1)),
-        "tiling gives heads 0, 1",
+        "K/V heads tiled, 0, 1, .., 0, 1",
     ),
     Mistake(
         "06 YT2 repeat K/V",
         "torch .repeat (a tile)",
         repeated(torch.from_numpy(KEYS).repeat(1, G, 1, 1)),
-        "tiling gives heads 0, 1",
+        "K/V heads tiled, 0, 1, .., 0, 1",
     ),
     Mistake("06 YT2 repeat K/V", "repeated along the tokens", repeated(np.repeat(KEYS, G, axis=2)), "token axis S"),
     Mistake("06 YT2 repeat K/V", "repeated along the batch", repeated(np.repeat(KEYS, G, axis=0)), "batch axis B"),
@@ -186,6 +198,24 @@ MISTAKES: list[Mistake] = [
         "repeated h_kv times",
         repeated(np.repeat(KEYS, 2, axis=1)),
         "repeated each head h_kv=2 times",
+    ),
+    Mistake(
+        "06 YT2 repeat K/V",
+        "repeated on the last axis, then reshaped (blind trial 2)",
+        repeated(np.repeat(KEYS, G, axis=-1).reshape(1, 2 * G, 5, 3)),
+        "you repeated along the feature axis d_h",
+    ),
+    Mistake(
+        "06 YT2 repeat K/V",
+        "repeated without an axis, then reshaped",
+        repeated(np.repeat(KEYS, G).reshape(1, 2 * G, 5, 3)),
+        "np.repeat without an axis does the same",
+    ),
+    Mistake(
+        "06 YT2 repeat K/V",
+        "repeated along the tokens, then reshaped",
+        repeated(np.repeat(KEYS, G, axis=2).reshape(1, 2 * G, 5, 3)),
+        "you repeated along the token axis S (axis 2) and reshaped",
     ),
     Mistake("06 YT2 repeat K/V", "the keys unchanged", repeated(KEYS), "still the h_kv=2 K/V heads"),
     Mistake(
@@ -308,14 +338,19 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "06 YT5 Mistral cache", "window counted as W + 1", mistral(MISTRAL_RIGHT // 4096 * 4097), "W + 1 = 4097 tokens"
     ),
-    Mistake("06 YT5 Mistral cache", "h = 32 instead of h_kv", mistral(MISTRAL_RIGHT * 4), "you used h=32 query heads"),
+    Mistake(
+        "06 YT5 Mistral cache", "h = 32 instead of h_kv", mistral(MISTRAL_RIGHT * 4), "most likely you used h=32 query"
+    ),
     Mistake("06 YT5 Mistral cache", "one conversation", mistral(MISTRAL_RIGHT // 12), "the cache of one sequence"),
     Mistake("06 YT5 Mistral cache", "no factor 2", mistral(MISTRAL_RIGHT // 2), "factor 2"),
     Mistake(
-        "06 YT5 Mistral cache", "2 bytes per element, as in 16-bit", mistral(MISTRAL_RIGHT * 2), "2 bytes per element"
+        "06 YT5 Mistral cache",
+        "2 bytes per element, as in 16-bit",
+        mistral(MISTRAL_RIGHT * 2),
+        "most likely you took 2 bytes",
     ),
     Mistake(
-        "06 YT5 Mistral cache", "float32, 4 bytes", mistral(MISTRAL_RIGHT * 4), "4 bytes per element (float32)"
+        "06 YT5 Mistral cache", "float32, 4 bytes", mistral(MISTRAL_RIGHT * 4), "less likely, you took 4 bytes per"
     ),
     Mistake("06 YT5 Mistral cache", "8 bits for 1 byte", mistral(MISTRAL_RIGHT * 8), "that is the size in bits"),
     Mistake("06 YT5 Mistral cache", "in GiB", mistral(MISTRAL_RIGHT / 2**30), "in GiB"),

@@ -128,7 +128,11 @@ def _cache_verdict(
                                          "2 for K and V"))
     found = list(dict.fromkeys(message for wrong, message in mistakes if wrong is not None and same(value, wrong)))
     if found:
-        return failed(question, f"{value} is not right: " + "; or ".join(found))
+        if len(found) == 1:
+            return failed(question, f"{value} is not right: {found[0]}")
+        # The list is ranked: lead with the likeliest cause and mark the others as less likely.
+        return failed(question, f"{value} is not right: most likely {found[0]}; less likely, "
+                                + "; or ".join(found[1:]))
     return failed(question, f"{value} is not right; go through the formula of section 1 factor by factor")
 
 
@@ -161,6 +165,10 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
     if floats is not None:
         return failed(question, f"these are floats (dtype {floats}), and the question asks for integers (K/V head "
                                 f"numbers): `/` always gives floats in Python; use `//` or .astype(int)")
+    shape = _integer_shape(answer)
+    if shape is not None and len(shape) != 1:
+        return failed(question, f"integers, but of shape {shape}: the answer has one axis, {heads} entries "
+                                f"(shape ({heads},)), one K/V head number per query head")
     given = int_array_answer(question, answer, f"a list of {heads} integers, one per query head")
     if isinstance(given, Verdict):
         return given
@@ -180,7 +188,7 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
     mistake = first_match(given, [
         (np.arange(heads) % kv_heads,
          f"that is the tiled order i % h_kv: neighbouring query heads land on different K/V heads. "
-         f"GQA gives each K/V head a run of g={g} consecutive query heads (repeat-interleave, not tile)"),
+         f"GQA gives each K/V head a run of g={g} consecutive query heads"),
         (np.arange(heads) // kv_heads,
          f"you divided by h_kv={kv_heads}; the run of query heads that share a K/V head has length g"),
         (right + 1, "you numbered the K/V heads from 1; they are numbered from 0"),
@@ -190,6 +198,15 @@ def _mapping_verdict(question: str, answer: Any, heads: int, kv_heads: int) -> V
          f"every query head gets K/V head 0: you divided by h={heads}; divide by the group size g"),
     ])
     return failed(question, mistake or f"{given.tolist()} is not right: heads 0 .. g-1 share K/V head 0, and so on")
+
+
+def _integer_shape(answer: Any) -> tuple[int, ...] | None:
+    """The shape of ``answer`` when it is an array (or nested list) of integers, else ``None``."""
+    try:
+        array = as_numpy(answer)
+    except Exception:  # not an array at all: int_array_answer says so
+        return None
+    return tuple(array.shape) if array.dtype.kind in "iu" else None
 
 
 def _whole_floats(answer: Any) -> str | None:
@@ -271,8 +288,9 @@ def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
     kv_heads = kv_array.shape[1]
     mistake = first_match(given, [
         (np.tile(kv_array, (1, g, 1, 1)),
-         "same shape, wrong order: tiling gives heads 0, 1, .., 0, 1, ..; query head i must meet the "
-         "K/V head of its group, so each head has to be repeated in place (np.repeat / repeat_interleave)"),
+         "same shape, wrong order: your head axis holds the K/V heads tiled, 0, 1, .., 0, 1, .., so query "
+         f"head 1 meets K/V head 1; query heads 0 .. {g - 1} (the first g = {g}) all belong to K/V head 0, "
+         "the next g to K/V head 1, and so on"),
         (np.repeat(kv_array, g, axis=2), "you repeated along the token axis S (axis 2); the heads are axis 1"),
         (np.repeat(kv_array, g), "np.repeat without an axis flattens the array; name the head axis"),
         (np.repeat(kv_array, g, axis=0), "you repeated along the batch axis B (axis 0); the heads are axis 1"),
@@ -281,6 +299,12 @@ def check_repeat_kv(answer: Any, kv: Any, group_size: int) -> Verdict:
         (np.repeat(kv_array, kv_heads, axis=1) if kv_heads != g else None,
          f"you repeated each head h_kv={kv_heads} times; each K/V head serves g={g} query heads"),
         (kv_array, f"these are still the h_kv={kv_heads} K/V heads; the query side needs one per query head"),
+        *[(np.repeat(kv_array, g, axis=axis).reshape(right.shape), f"right shape, wrong numbers: you repeated "
+           f"along the {name} and reshaped to (B, h, S, d_h); the reshape cuts the repeated {unit} into new "
+           f"heads, so each new head holds copies of single {unit} instead of a whole K/V head")
+          for axis, name, unit in ((3, "feature axis d_h (the last axis; np.repeat without an axis does the same "
+                                       "to the flattened array)", "numbers"),
+                                   (2, "token axis S (axis 2)", "token rows"))],
     ])
     if mistake:
         return failed(question, mistake)

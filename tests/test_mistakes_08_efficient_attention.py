@@ -212,6 +212,18 @@ def tile_without_return(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats
     del grads
 
 
+def tile_inverted_scale(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats) -> Any:
+    c = math.sqrt(q.shape[-1])  # upside down: the scale is 1 / sqrt(d)
+    p = np.exp(c * (q @ np.swapaxes(k, -1, -2)) - lse[..., None])
+    dz = p * (do @ np.swapaxes(v, -1, -2) - row_dot[..., None])
+    return c * (dz @ k), c * (np.swapaxes(dz, -1, -2) @ q), np.swapaxes(p, -1, -2) @ do
+
+
+def elementwise_max(m: float, total: float, scores_block: Floats) -> tuple[Any, Any]:
+    m_new = np.maximum(m, scores_block)  # one maximum per score, not one number
+    return m_new, total * np.exp(m - m_new) + np.exp(scores_block - m_new).sum()
+
+
 def tile_check(**flags: Any) -> Verdict:
     return ea.check_tile_grads(lambda *args: tile_grads(*args, **flags))
 
@@ -236,7 +248,7 @@ MISTAKES: list[Mistake] = [
     Mistake("08 YT4 kept entries", "all S positions as queries", lambda: kept(2 * 8 * 78),
             "all S positions as queries"),
     Mistake("08 YT4 kept entries", "half of the entries", lambda: kept(2 * 8 * 5 * 12 // 2), "half of the entries"),
-    Mistake("08 YT4 kept entries", "800.0 written directly", lambda: kept(800.0), "is a float"),
+    Mistake("08 YT4 kept entries", "800.5, not a whole number", lambda: kept(800.5), "is a float"),
     # ----- Your turn 5: tiles a causal loop computes -----
     Mistake("08 YT5 visited tiles", "every tile", lambda: tiles(32 * 16), "that is every tile"),
     Mistake("08 YT5 visited tiles", "the skipped tiles (= the fully allowed ones here)", lambda: tiles(512 - TILES),
@@ -246,7 +258,8 @@ MISTAKES: list[Mistake] = [
             "triangle of a grid of square tiles, 32 x 32"),
     Mistake("08 YT5 visited tiles", "triangle of 16 x 16 square tiles", lambda: tiles(16 * 17 // 2),
             "triangle of a grid of square tiles, 16 x 16"),
-    Mistake("08 YT5 visited tiles", "a float", lambda: tiles(272.0), "is a float"),
+    Mistake("08 YT5 visited tiles", "a float that is not whole", lambda: tiles(272.5), "is a float"),
+    Mistake("08 YT5 visited tiles", "multiplied by the 16 key blocks", lambda: tiles(TILES * 16), "whole multiple"),
     # ----- Your turn 6: SDPA with padding and the decoding mask -----
     Mistake("08 YT6 padded decoding", "causal only, padding ignored", lambda: sdpa(with_mask(CAUSAL)),
             "lets the queries see the padding"),
@@ -271,6 +284,10 @@ MISTAKES: list[Mistake] = [
             lambda: sdpa(mha_numpy.attention(q_new.numpy(), k_all.numpy(), v_all.numpy(), ALLOWED.numpy())[0]),
             "expected the torch tensor"),
     # ----- Your turn 1: online update -----
+    Mistake("08 YT1 online update", "element-wise np.maximum(m, scores_block)", lambda: ea.check_online_update(
+        elementwise_max), "not one number"),
+    Mistake("08 YT3 tile grads", "scale upside down (times sqrt(d))", lambda: ea.check_tile_grads(tile_inverted_scale),
+            "upside down"),
     Mistake("08 YT1 online update", "no rescale", lambda: ea.check_online_update(
         lambda m, total, b: (max(m, b.max()), total + np.exp(b - max(m, b.max())).sum())), "forgot to rescale l"),
     Mistake("08 YT1 online update", "rescale factor upside down (NaN on the first block)",
@@ -375,6 +392,10 @@ RIGHT: list[RightAnswer] = [
     RightAnswer("08 YT4 kept entries", "the count as an int", lambda: kept(KEPT)),
     RightAnswer("08 YT4 kept entries", "an np.int64", lambda: kept(np.int64(KEPT))),
     RightAnswer("08 YT5 visited tiles", "the count as an int", lambda: tiles(TILES)),
+    RightAnswer("08 YT5 visited tiles", "a whole float, 272.0", lambda: tiles(float(TILES))),
+    RightAnswer("08 YT4 kept entries", "a whole float, 800.0", lambda: kept(800.0)),
+    RightAnswer("08 YT4 kept entries", "the mask built and summed (accepted, the statement says so)",
+                lambda: kept(int(mha_numpy.causal_mask(5, 12).sum()) * 2 * 8)),
     RightAnswer("08 YT6 padded decoding", "the lesson's (B, 1, T, S) boolean mask", lambda: sdpa(with_mask(ALLOWED))),
     RightAnswer("08 YT6 padded decoding", "a (B, h, T, S) mask, expanded over the heads",
                 lambda: sdpa(with_mask(ALLOWED.expand(2, 2, 2, 7)))),

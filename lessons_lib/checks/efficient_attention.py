@@ -132,6 +132,12 @@ def _trace(question: str, update: Any, what: str) -> Floats | Verdict:
             result = function_answer(question, update, (m, total, row[start : start + size].copy()), what)
             if isinstance(result, Verdict):
                 return result
+            if (isinstance(result, (tuple, list)) and len(result) == 2 and np.ndim(result[0]) > 0
+                    and np.size(result[0]) > 1):
+                return failed(question, "you returned a pair, but its m_new is an array of "
+                              f"{np.size(result[0])} numbers, not one number: np.maximum(m, scores) compares m "
+                              "with each score separately. m_new is ONE number, the largest of m and every "
+                              "score of the block: max(m, scores.max())")
             try:
                 m, total = (float(x) for x in result)
             except Exception:  # not a pair of numbers: say what came back instead
@@ -356,12 +362,14 @@ def check_tiled_attention(tiled: Any) -> Verdict:
 def _tile_variant(q: Floats, k: Floats, v: Floats, do: Floats, lse: Floats, row_dot: Floats, *,
                   weights: str = "lse", d_term: str = "row", shape: str = "right", scale_scores: bool = True,
                   scale_grads: bool = True, d: int | None = None, scale_dq: bool = True, scale_dk: bool = True,
-                  scale_dv: bool = False) -> tuple[Floats, Floats, Floats]:
+                  scale_dv: bool = False, inverted: bool = False) -> tuple[Floats, Floats, Floats]:
     """One tile's shares ``(dq, dk, dv)``, or a known mistake: ``weights`` "lse" (right), "exp" (no
     logsumexp subtracted), "softmax" (a softmax over the tile's keys only); ``d_term`` "row" (right),
     "tile" (D summed over this tile's keys only), "none" (dz = p * dp), "no_p" (dz = dp - D), "sign";
     ``d``: the width the scale is taken from (a width hard-coded from elsewhere), ``None``: q's own."""
     scale = 1.0 / math.sqrt(d or q.shape[-1])
+    if inverted:
+        scale = math.sqrt(d or q.shape[-1])
     kt = np.swapaxes(k, -1, -2)
     z = (q @ kt) * (scale if scale_scores else 1.0)  # (..., t, n)
     if weights == "lse":
@@ -415,6 +423,8 @@ _TILE_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
     ({"d_term": "sign"}, "the sign of dz is flipped: dz = p * (dp - row_dot_i), not p * (row_dot_i - dp)"),
     ({"scale_scores": False}, "you forgot the 1/sqrt(d) scale on the scores before exp: the forward's lse_i was "
                               "computed from scaled scores"),
+    ({"inverted": True}, "your scale is upside down: you multiplied by sqrt(d) where the scores, dq and dk take "
+                         "c = 1/sqrt(d) (divide by math.sqrt(d), or multiply by 1 / math.sqrt(d))"),
     ({"scale_dq": False}, "dk and dv are right, but dq misses the factor c = 1/sqrt(d): the scores are c q k^T, so "
                           "dq_i = c (dz @ k_j), like dk_j = c (dz^T @ q_i)"),
     ({"scale_dk": False}, "dq and dv are right, but dk misses the factor c = 1/sqrt(d): the scores are c q k^T, so "
@@ -529,6 +539,9 @@ def _whole_count(question: str, answer: Any, what: str) -> int | Verdict:
     value = number_answer(question, answer, what)
     if isinstance(value, Verdict):
         return value
+    if ((isinstance(answer, (float, np.floating)) or (hasattr(answer, "dtype") and answer.dtype.kind == "f"))
+            and value.is_integer()):
+        return int(value)  # a whole number written as a float (800.0, or from `/` that divides exactly) is accepted
     if isinstance(answer, (float, np.floating)) or (hasattr(answer, "dtype") and answer.dtype.kind in "fc"):
         return failed(question, f"{value:g} is a float; the question asks for a count, a whole number: write it as an "
                                 "int (a float can come from a literal like 560.0, from `/`, or from math functions; "
@@ -648,6 +661,9 @@ def check_visited_tiles(answer: Any, *, T: int, S: int, query_block: int, block:
                                  f"block holds {query_block} queries, not {block}, so there are {rows} rows of "
                                  "tiles: count per query block"),
     ])
+    if mistake is None and n > right and n % right == 0:
+        mistake = ("that is a whole multiple of the right count: did you multiply by a number of heads, sequences or "
+                   "blocks? The question asks for the tiles of ONE head of ONE sequence, counted per query block")
     return failed(question, mistake or f"{n} is not it: for each query block, find the last key its last query may "
                                        "see; every key block that starts at or before that key is computed")
 

@@ -274,8 +274,12 @@ OFFSET_ROWS: list[tuple[str, Callable[[Floats, int, Any], Any], str, bool]] = [
     ("calls induction.offset_score", lambda w, o, q: induction.offset_score(w, o, q),
      "calls the library's offset_score", True),
     ("query and key swapped", lambda w, o, q: w[..., q - o, q].mean(axis=(0, 2)), "every score is 0", True),
-    ("a key after the query (t + offset)", _offset(keys=lambda t, o: np.minimum(t + o, t.max())),
-     "right shape (", False),
+    ("a key after the query (t + offset, clipped to the last query)",
+     _offset(keys=lambda t, o: np.minimum(t + o, t.max())), "the key is t - offset, `offset` positions behind", True),
+    ("a key after the query (t + offset: IndexError)", _offset(keys=lambda t, o: t + o),
+     "your key is t + offset, ahead of the query", True),
+    ("the queries moved to t + offset (IndexError)", lambda w, o, q: w[..., q + o, q].mean(axis=(0, 2)),
+     "you moved the queries to t + offset", True),
     ("key one too late", _offset(keys=lambda t, o: t - o + 1), "one position too late", True),
     ("key one too early", _offset(keys=lambda t, o: t - o - 1), "one position too early", True),
     ("every query, not those given", _offset(queries=lambda w, o, q: np.arange(o, w.shape[-1])),
@@ -412,6 +416,29 @@ def _top_token(logits: Floats, tokens: Any) -> float:
     return float(-_log_p(logits).max(axis=-1)[:, half:].mean())
 
 
+def _repeat_loss_l_from_logits(logits: Floats, tokens: Any) -> float:
+    half = logits.shape[1] // 2  # (2L - 1) // 2 = L - 1
+    return float(_losses(logits, tokens)[:, half:].mean())
+
+
+def _repeat_loss_written_l(logits: Floats, tokens: Any) -> float:
+    return float(_losses(logits, tokens)[:, 12:].mean())
+
+
+def _repeat_loss_written_loop(logits: Floats, tokens: Any) -> float:
+    log_p = _log_p(logits)
+    total = 0.0
+    for b in range(tokens.shape[0]):
+        for t in range(12, 23):
+            total -= float(log_p[b, t, tokens[b, t + 1]])
+    return float(total / (tokens.shape[0] * 11))
+
+
+def _repeat_loss_in_bits(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    return float(_losses(logits, tokens)[:, half:].mean() / math.log(2))
+
+
 REPEAT = "09 YT4 repeated-half loss"
 REPEAT_ROWS: list[tuple[str, Callable[[Floats, Any], Any], str, bool]] = [
     ("calls induction.loss_per_position", lambda logits, tokens: induction.loss_per_position(MODEL, tokens),
@@ -433,6 +460,10 @@ REPEAT_ROWS: list[tuple[str, Callable[[Floats, Any], Any], str, bool]] = [
     ("one loss per sequence", _repeat_loss_from(lambda L: L, reduce="per sequence"), "one loss per sequence", True),
     ("the notebook's L = 12 read as a global", _repeat_loss_global_l, "reads the notebook's L", True),
     ("a max without keepdims (shape error)", _repeat_loss_no_keepdims, "keepdims=True", True),
+    ("L from logits.shape[1] // 2 (= L - 1)", _repeat_loss_l_from_logits, "take L from tokens.shape[1] // 2", True),
+    ("L = 12 written in, slicing (nan)", _repeat_loss_written_l, "the lesson's 12 written in", True),
+    ("L = 12 written in, a loop (IndexError)", _repeat_loss_written_loop, "the lesson's 12, 23 written in", True),
+    ("a log in base 2", _repeat_loss_in_bits, "natural log", True),
     ("something else", lambda logits, tokens: 123.0, "is not it", False),
 ]
 

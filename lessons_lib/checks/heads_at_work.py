@@ -403,6 +403,38 @@ def _notebook_globals(function: Any) -> list[str]:
 
 
 OFFSET_TRIALS = [(3, 4, 10, 2, (5, 10)), (2, 3, 7, 1, (2, 6))]  # (B, h, T, offset, queries a .. b-1): len != h, B
+AHEAD = ("your key is t + offset, ahead of the query: causal weights are 0 there (or the index runs past the "
+         "last position); the key is t - offset, `offset` positions behind the query t")
+
+
+def _offset_probe(function: Any) -> str | None:
+    """What pairs ``function`` picks, read from probe weights that are not attention weights: entry
+    ``[b, head, t, s]`` holds ``s - t`` (then ``t``), on queries that leave room after them, so a
+    key ``t + offset`` neither raises nor reads zeros. Names a key ahead of the query, or queries
+    moved by the offset; ``None`` when the probe says nothing clear."""
+    B, h, T, offset, queries = 2, 3, 12, 2, np.arange(3, 6)
+    s, t = np.meshgrid(np.arange(T), np.arange(T))  # s varies along the last axis, t along the one before
+    found = []
+    for values in (s - t, t):
+        probe = np.broadcast_to(values.astype(float), (B, h, T, T)).copy()
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                got = np.asarray(function(probe, offset, queries.copy()), dtype=float)
+        except Exception:  # the probe is only a hint: any failure means "no diagnosis"
+            return None
+        if got.shape != (h,) or not np.allclose(got, got[0]):
+            return None
+        found.append(float(got[0]))
+    relative, query = found
+    if relative > 0 and math.isclose(query, queries.mean()):  # some keys after their query, e.g. t + offset
+        return AHEAD
+    if math.isclose(relative, -offset) and math.isclose(query, queries.mean() + offset):
+        return ("you moved the queries to t + offset: the queries are the positions t given in `queries`, and "
+                "each one's key is t - offset, behind it")
+    if math.isclose(relative, offset):
+        return AHEAD
+    return None
 
 
 def check_offset_function(function: Any) -> Verdict:
@@ -414,7 +446,8 @@ def check_offset_function(function: Any) -> Verdict:
     Recognises: a call of `induction.offset_score`, key and query swapped or a key after the query
     (zeros in causal weights), the offset off by one either way, every query instead of those given,
     every query paired with every key, the first sequence only, a sum, the batch or head axis averaged
-    away, and sizes or arrays read from the notebook instead of the arguments.
+    away, sizes or arrays read from the notebook instead of the arguments, and (from probe weights,
+    `_offset_probe`) a key at ``t + offset`` or queries moved to ``t + offset``, which may also raise.
     """
     question = "offset score"
     borrowed = forbidden_call(question, function, "offset_score")
@@ -431,6 +464,9 @@ def check_offset_function(function: Any) -> Verdict:
             return failed(question, f"with other sizes your function failed ({result.message}): it reads the "
                                     f"notebook's {', '.join(borrowed_names)}; use only its arguments")
         if isinstance(result, Verdict):
+            probed = _offset_probe(function) if result.answered else None
+            if probed is not None:
+                return failed(question, f"{probed} ({result.message})")
             return result if trial == 0 else failed(question, f"with other sizes: {result.message}")
         got = array_answer(question, result, "the scores")
         if isinstance(got, Verdict):
@@ -470,6 +506,8 @@ def check_offset_function(function: Any) -> Verdict:
         if mistake is None and borrowed_names:
             mistake = (f"your function reads the notebook's {', '.join(borrowed_names)}: use only its arguments "
                        "(weights, offset, queries), so that it fits any sizes")
+        if mistake is None:
+            mistake = _offset_probe(function)
         if mistake is None and got.shape != right.shape:
             mistake = f"expected one score per head, shape {right.shape}; yours has shape {got.shape}"
         if trial == 1:
@@ -558,6 +596,28 @@ def _picked(log_p: Floats, targets: Any) -> Floats:
     return values
 
 
+LESSON_SIZES = (12, 23, 24, 32)  # L, 2L - 1, 2L and V of the lesson: written into a function, they break other sizes
+HARD_CODED = ("take L from the arguments (L = tokens.shape[1] // 2) and V from the logits' last axis: the "
+              "checker's sequences are shorter than the lesson's")
+
+
+def _written_sizes(function: Any) -> list[int]:
+    """The lesson's sizes (`LESSON_SIZES`) that ``function``'s code (or code nested in it) writes as
+    whole-number literals."""
+    found: set[int] = set()
+    pending = [getattr(function, "__code__", None)]
+    while pending:
+        code = pending.pop()
+        if code is None:
+            continue
+        for constant in code.co_consts:
+            if hasattr(constant, "co_consts"):
+                pending.append(constant)
+            elif type(constant) is int and constant in LESSON_SIZES:
+                found.add(constant)
+    return sorted(found)
+
+
 def check_repeat_loss_function(function: Any) -> Verdict:
     """Question "repeated-half loss": ``function(logits, tokens) -> float``, the mean over the
     sequences and the positions ``t = L .. 2L-2`` of ``-ln softmax(logits[b, t])[tokens[b, t + 1]]``,
@@ -566,9 +626,11 @@ def check_repeat_loss_function(function: Any) -> Verdict:
     Tried on the checker's own random logits and repeated tokens (`REPEAT_LOSS_TRIALS`, sizes the
     notebook never holds). Recognises: a call of `induction.loss_per_position`, the token at ``t``
     instead of ``t + 1``, the softmax over the positions, ``-p`` instead of ``-ln p``, the sign
-    dropped, ``-ln`` of the mean probability, the top token's probability, the repeated half started
-    at ``L - 1``, every position, the first half, a sum over positions, one loss per position (or per
-    sequence) instead of one number, and the notebook's ``L`` or ``V`` read instead of the arguments.
+    dropped, ``-ln`` of the mean probability, the top token's probability, a log in base 2 or 10, the
+    repeated half started at ``L - 1`` (``L`` taken from the logits), every position, the first half,
+    a sum over positions, one loss per position (or per sequence) instead of one number, the
+    notebook's ``L`` or ``V`` read instead of the arguments, and the lesson's sizes written into the
+    function (an IndexError or a mean of nothing).
     """
     question = "repeated-half loss"
     borrowed = forbidden_call(question, function, "loss_per_position", "ablation_losses")
@@ -591,6 +653,10 @@ def check_repeat_loss_function(function: Any) -> Verdict:
             if result.answered and names:
                 return failed(question, f"your function failed on other sizes ({result.message}): it reads the "
                                         f"notebook's {', '.join(names)}; take L from tokens.shape[1] // 2")
+            written = _written_sizes(function) if result.answered else []
+            if written:
+                return failed(question, f"your function failed on other sizes ({result.message}): it has the "
+                                        f"lesson's {', '.join(map(str, written))} written in; {HARD_CODED}")
             return result if trial == 0 else failed(question, f"with other sizes: {result.message}")
         log_p = _log_softmax(logits)
         losses = -_picked(log_p, tokens[:, 1:])  # (n, 2L-1): position t predicts token t + 1
@@ -617,7 +683,11 @@ def check_repeat_loss_function(function: Any) -> Verdict:
             (float(-log_p.max(axis=-1)[:, L:].mean()), "that is the top token's -ln p: take the right token's, "
                                                        "tokens[:, t + 1]"),
             (float(losses[:, L - 1:].mean()), "you started at position L - 1, which predicts the repeat's first "
-                                              "token: the repeated half is L .. 2L-2"),
+                                              "token: the repeated half is L .. 2L-2 (logits.shape[1] // 2 is "
+                                              "(2L - 1) // 2 = L - 1: take L from tokens.shape[1] // 2)"),
+            (right / math.log(2), "that is the loss in bits (log base 2): the loss is in nats, -ln p with the "
+                                  "natural log, np.log"),
+            (right / math.log(10), "that is log base 10: the loss is -ln p with the natural log, np.log"),
             (float(losses.mean()), "that is the mean over every position: keep the repeated half, L .. 2L-2"),
             (float(losses[:, :L].mean()), "that is the first half (positions 0 .. L-1): the repeated half is "
                                           "L .. 2L-2"),
@@ -628,6 +698,12 @@ def check_repeat_loss_function(function: Any) -> Verdict:
         if mistake is None and names:
             mistake = (f"your function reads the notebook's {', '.join(names)}: take the sizes from its arguments "
                        "(L = tokens.shape[1] // 2)")
+        written = _written_sizes(function)
+        if mistake is None and written:
+            mistake = f"your function has the lesson's {', '.join(map(str, written))} written in: {HARD_CODED}"
+        if mistake is None and got.size == 1 and np.isnan(got).all():
+            mistake = ("nan: a mean over nothing (an empty slice?) or a log of a negative number; the repeated "
+                       f"half is positions L .. 2L-2, with {HARD_CODED}")
         if mistake is None and got.size != 1:
             mistake = f"expected one number, got an array of shape {got.shape}"
         if trial == 1:

@@ -27,6 +27,9 @@ from answer_guard import LESSONS, contains
 
 LAPTOP = {"width": 1440, "height": 900}
 CHECKED = [path.name for path in LESSONS]
+# Two halves, each one JupyterLab page: pytest-xdist runs them side by side (one test over all nine
+# lessons was the longest single test of the suite).
+HALVES = [CHECKED[: len(CHECKED) // 2], CHECKED[len(CHECKED) // 2 :]]
 
 # Where every Predict's screen would be, measured on the laid-out page in one pass. Windowing is off
 # in the test server (every cell is in the page), so each text box has its place in the notebook's
@@ -143,11 +146,14 @@ def open_lesson(page: Any, lab: Any, lesson: str, first: bool) -> None:
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=KERNEL_READY_SECONDS * 1000)
 
 
-def test_no_predict_answer_is_on_screen_before_its_reveal(learner_lab: Any, browser: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("lessons", HALVES, ids=[f"{half[0][:2]}-{half[-1][:2]}" for half in HALVES])
+def test_no_predict_answer_is_on_screen_before_its_reveal(
+    lessons: list[str], learner_lab: Any, browser: Any, tmp_path: Path
+) -> None:
     page = browser.new_page(viewport=LAPTOP)
     problems: list[str] = []
     try:
-        for number, lesson in enumerate(CHECKED):
+        for number, lesson in enumerate(lessons):
             open_lesson(page, learner_lab, lesson, first=number == 0)
             cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
             found = predicts(learner_lab.root / lesson)

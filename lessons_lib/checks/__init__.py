@@ -31,6 +31,7 @@ import re
 import reprlib
 import textwrap
 import types
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -160,14 +161,18 @@ def function_answer(question: str, function: Any, args: tuple[Any, ...], what: s
     """Run the learner's ``function(*args)``; its result, or a `Verdict` if there is none to judge.
 
     Never raises: a blank body is "not answered yet" (``what`` says what to write), an exception
-    or a missing ``return`` is a "not yet" that names it.
+    or a missing ``return`` is a "not yet" that names it. Warnings the function raises on the
+    checker's own problems (an empty mean, an overflow) are not shown: they would name sizes the
+    learner never wrote under the check cell; the verdict says what went wrong instead.
     """
     if function is None or (callable(function) and is_blank(function)):
         return unanswered(question, f"write {what}")
     if not callable(function):
         return failed(question, f"expected a function, got {_describe(function)}")
     try:
-        result = function(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = function(*args)
     except Exception as error:  # the learner's code may raise anything: report it
         return failed(question, f"your function raised {type(error).__name__}: {error}")
     if result is None:

@@ -474,6 +474,9 @@ def check_offset_function(function: Any) -> Verdict:
         right = offset_score(weights, offset, queries)
         if same(got, right):
             continue
+        if np.isnan(got).any():
+            return failed(question, "some of your scores are NaN: a mean over no positions (an empty slice). Take "
+                                    "the query positions from the `queries` argument, not from the lesson")
         t = queries
         every = np.arange(offset, T)
 

@@ -167,6 +167,25 @@ def test_rebuilt_keys_library_and_sizes_refused() -> None:
                                       one, W_UK, W_UV), "reads the notebook's `H`")
 
 
+def test_rebuilt_keys_sizes_typed_in_told_from_batch_axis() -> None:
+    one = LATENT[:1]
+    lesson = f"1, {H}, {T} or {D_NOPE}"
+    typed_in = (  # the sizes of `one`'s keys written into the function: wrong with B = 1 too
+        lambda latent, w_uk: np.einsum("btc,hcn->bhtn", latent, w_uk).reshape(1, 3, 5, 6),
+        lambda latent, w_uk: np.resize(np.einsum("btc,hcn->bhtn", latent, w_uk), (1, 3, 5, 6)),
+    )
+    for function in typed_in:
+        v = check_rebuilt_keys(function, one, W_UK, W_UV)
+        assert_not_yet(v, f"a size of the lesson's ({lesson}) is written into it")
+        assert "B = 1, T = 5, h = 2" in v.message and "latent.shape and w_uk.shape" in v.message
+        assert "misplaced batch axis" not in v.message
+    assert_not_yet(check_rebuilt_keys(typed_in[0], one, W_UK, W_UV), "your function fails")
+    assert_not_yet(check_rebuilt_keys(typed_in[1], one, W_UK, W_UV), "gives the wrong shape")
+    first_only = check_rebuilt_keys(lambda latent, w_uk: (latent[:1, None] @ w_uk), one, W_UK, W_UV)
+    assert_not_yet(first_only, "with B = 1 a misplaced batch axis hides")  # right with B = 1: the batch axis
+    assert "written into it" not in first_only.message
+
+
 @pytest.mark.parametrize(
     "answer, phrase",
     [

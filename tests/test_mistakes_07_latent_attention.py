@@ -80,6 +80,21 @@ def keys_lesson_sizes(latent: Any, w_uk: Any) -> Any:
     return np.einsum("btc,hcn->bhtn", latent, w_uk).reshape(1, 4, 12, 4)  # the lesson's sizes typed in
 
 
+def keys_lesson_sizes_reshaped(latent: Any, w_uk: Any) -> Any:
+    return np.stack([latent @ w_uk[i] for i in range(w_uk.shape[0])], axis=1).reshape(1, 4, 12, 4)  # right, reshaped
+
+
+def keys_lesson_sizes_filled(latent: Any, w_uk: Any) -> Any:
+    out = np.zeros((1, 4, 12, 4))  # the lesson's sizes typed in: ValueError (broadcast) for other sizes
+    for i in range(w_uk.shape[0]):
+        out[0, i] = latent[0] @ w_uk[i]
+    return out
+
+
+def keys_lesson_sizes_resized(latent: Any, w_uk: Any) -> Any:
+    return np.resize(np.einsum("btc,hcn->bhtn", latent, w_uk), (1, 4, 12, 4))  # no error: the wrong shape
+
+
 def keys_first_sequence(latent: Any, w_uk: Any) -> Any:
     return np.stack([latent[0] @ w_uk[i] for i in range(w_uk.shape[0])])[None]  # only sequence 0
 
@@ -321,11 +336,18 @@ MISTAKES += [
     Mistake("07 YT1 rebuilt keys", "mla.per_head_projection itself, or a partial of it",
             lambda: keys(functools.partial(mla.per_head_projection)), "calls the library's per_head_projection"),
     Mistake("07 YT1 rebuilt keys", "the lesson's sizes typed in", lambda: keys(keys_lesson_sizes),
-            "not for B = 2"),
+            "a size of the lesson's (1, 4, 12 or 4) is written into it"),
     Mistake("07 YT1 rebuilt keys", "only the first sequence's latent", lambda: keys(keys_first_sequence),
             "right when the batch holds one sequence"),
     Mistake("07 YT1 rebuilt keys", "reads the notebook's h", lambda: keys(keys_reads_notebook_h),
             "reads the notebook's `h`"),
+    # ----- found by the blind trial (round 3): sizes typed in, not a misplaced batch axis -----
+    Mistake("07 YT1 rebuilt keys", "a right result reshaped to the lesson's (1, 4, 12, 4)",
+            lambda: keys(keys_lesson_sizes_reshaped), "your function fails (B = 1, T = 5"),
+    Mistake("07 YT1 rebuilt keys", "np.zeros((1, 4, 12, 4)) filled: ValueError for other sizes",
+            lambda: keys(keys_lesson_sizes_filled), "raised ValueError"),
+    Mistake("07 YT1 rebuilt keys", "np.resize to the lesson's (1, 4, 12, 4): the wrong shape for other sizes",
+            lambda: keys(keys_lesson_sizes_resized), "gives the wrong shape"),
     Mistake("07 YT3 MQA over the latent", "w_uk[0] for every head's query",
             lambda: mqa(mqa_changed(lambda r, q, q_rope, latent, rope_key, w: (
                 np.concatenate([np.einsum("bhtn,cn->bhtc", q, w[0]), q_rope], -1), r[1], r[2]))), "w_uk[0]"),

@@ -84,7 +84,8 @@ def check_rebuilt_keys(
     swapped, heads after tokens ``(B, T, h, d_nope)``, heads first ``(h, B, T, d_nope)`` (a list of
     per-head arrays), each head's keys transposed ``(B, h, d_nope, T)``, heads concatenated
     ``(B, T, h * d_nope)``, one head only, the heads summed, and sizes or notebook variables the
-    function does not read from its arguments.
+    function does not read from its arguments: a function wrong only for B > 1 has a misplaced batch
+    axis; one also wrong for B = 1 with other T, h or d_nope has a size of the lesson's written into it.
     """
     question = "rebuilt keys"
     c = reference_array("latent", latent, "(B, T, d_c)", rank=3)
@@ -108,6 +109,7 @@ def check_rebuilt_keys(
     right = _keys(c, wuk)
     if not same(a, right):
         return failed(question, _keys_mistake(a, right, c, wuk, wuv, c1, wuk1))
+    failures: list[tuple[dict[str, int], str, bool]] = []  # (sizes, why, raised) for every problem it fails
     for number, sizes in enumerate(_KEY_SIZES):
         rng = np.random.default_rng(36 + number)
         B, T, h, d_c, d_nope = (sizes[k] for k in ("B", "T", "h", "d_c", "d_nope"))
@@ -118,30 +120,53 @@ def check_rebuilt_keys(
             other = array_answer(question, other, "an array")
         if not isinstance(other, Verdict) and same(other, other_right):
             continue
-        shown = ", ".join(f"{key} = {value}" for key, value in sizes.items())
         if isinstance(other, Verdict):
             why = other.message.split("] ", 1)[-1]
         elif other.shape != other_right.shape:
             why = f"your shape {other.shape}, expected {other_right.shape}"
         else:
             why = _keys_mistake(other, other_right, other_c, other_wuk, other_wuk, None, None)
-        globals_read = _notebook_data(function)
-        if globals_read:
-            names = ", ".join(f"`{name}`" for name in globals_read)
-            return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): your "
-                                    f"function reads the notebook's {names}; use only its arguments latent and w_uk, "
-                                    "and read every size from their shapes")
-        if B > 1:
-            return failed(question, f"right when the batch holds one sequence, but not for B = {B} ({shown}; {why}): "
-                                    "with B = 1 a misplaced batch axis hides; give the latent an axis of size 1 where "
-                                    "w_uk has its heads, latent[:, None], or name every axis in np.einsum")
-        return failed(question, f"right for the lesson's arrays, but not for other sizes ({shown}; {why}): does your "
-                                "function use a size it does not read from its arguments' shapes?")
+        failures.append((sizes, why, isinstance(other, Verdict)))
+    if failures:
+        return failed(question, _keys_other_sizes(function, failures, right.shape))
     return passed(question, f"latent @ w_uk[i] for every head i: shape (B, h, T, d_nope) = {right.shape} (also on two "
                             "problems of other sizes)")
 
 
 _KEY_SIZES = (dict(B=2, T=3, h=3, d_c=5, d_nope=2), dict(B=1, T=5, h=2, d_c=3, d_nope=6))
+
+
+def _keys_other_sizes(function: Any, failures: list[tuple[dict[str, int], str, bool]],
+                      lesson_shape: tuple[int, ...]) -> str:
+    """Why a function right on the lesson's arrays fails the `_KEY_SIZES` problems in ``failures``
+    (each ``(sizes, why, raised)``, ``raised`` when the function raised or returned no array there).
+
+    A batch axis put in the wrong place hides only while B = 1: a function that also fails a problem
+    with B = 1 (other T, h or d_nope) has a size written into it instead.
+    """
+    def shown(sizes: dict[str, int]) -> str:
+        return ", ".join(f"{key} = {value}" for key, value in sizes.items())
+
+    sizes, why, raised = failures[0]
+    globals_read = _notebook_data(function)
+    if globals_read:
+        names = ", ".join(f"`{name}`" for name in globals_read)
+        return (f"right for the lesson's arrays, but not for other sizes ({shown(sizes)}; {why}): your function "
+                f"reads the notebook's {names}; use only its arguments latent and w_uk, and read every size from "
+                "their shapes")
+    single = [failure for failure in failures if failure[0]["B"] == 1]
+    if not single:
+        return (f"right when the batch holds one sequence, but not for B = {sizes['B']} ({shown(sizes)}; {why}): "
+                "with B = 1 a misplaced batch axis hides; give the latent an axis of size 1 where w_uk has its "
+                "heads, latent[:, None], or name every axis in np.einsum")
+    sizes, why, raised = single[0]
+    lesson = ", ".join(str(size) for size in lesson_shape[:-1]) + f" or {lesson_shape[-1]}"
+    outcome = "fails" if raised else "gives the wrong answer"
+    if not raised and why.startswith("your shape"):
+        outcome = "gives the wrong shape"
+    return (f"right at the lesson's sizes, but with other sizes your function {outcome} ({shown(sizes)}; {why}), "
+            f"even with one sequence in the batch: a size of the lesson's ({lesson}) is written into it; take B, "
+            "T, h and d_nope from latent.shape and w_uk.shape, e.g. B, T, d_c = latent.shape")
 
 
 def _keys(lat: Floats, up: Floats) -> Floats:

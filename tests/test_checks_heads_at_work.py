@@ -197,6 +197,10 @@ RMS_MISTAKES: list[tuple[RmsFunction, str]] = [
     (lambda z, g, p, eps=1e-5: right_rms(z, np.ones_like(g), p, eps) + g, "you added the gain"),
     (lambda z, g, p, eps=1e-5: z / np.sqrt(_head(z, p).var(axis=-1, keepdims=True) + eps) * g, "standard deviation"),
     (lambda z, g, p, eps=1e-5: right_rms(z, g, p, eps)[..., :3], "keeps z's shape"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((z[: math.ceil(p * z.shape[-1])] ** 2).mean(axis=-1, keepdims=True)
+                                           + eps) * g, "slice the last axis, the features: z[..., :k]"),
+    (lambda z, g, p, eps=1e-5: z / np.sqrt((z[..., : np.ceil(p * z.shape[-1])] ** 2).mean(axis=-1, keepdims=True)
+                                           + eps) * g, "k must be an int"),
     (lambda z, g, p, eps=1e-5: z, "right shape, wrong numbers"),
 ]
 
@@ -228,6 +232,14 @@ def right_repeat_loss(logits: Floats, tokens: Any) -> float:
     return float(-np.take_along_axis(log_p, tokens[:, 1:, None], axis=-1)[:, half:, 0].mean())
 
 
+def _repeat_losses(logits: Floats, tokens: Any, normalise_axis: int = -1) -> Floats:
+    """``-ln p(token t + 1)`` at every position, the softmax's sum taken over ``normalise_axis``."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=normalise_axis, keepdims=True))
+    losses: Floats = -np.take_along_axis(log_p, tokens[:, 1:, None], axis=-1)[..., 0]
+    return losses
+
+
 def test_repeat_loss_blank_right_and_borrowed() -> None:
     def blank(logits: Floats, tokens: Any) -> Any: ...
 
@@ -249,6 +261,10 @@ REPEAT_MISTAKES: list[tuple[Callable[[Floats, Any], Any], str]] = [
      "the token at position t itself"),
     (lambda logits, tokens: -right_repeat_loss(logits, tokens), "the sign"),
     (lambda logits, tokens: 2 * right_repeat_loss(logits, tokens), "is not it"),
+    (lambda logits, tokens: float(_repeat_losses(logits, tokens)[:, logits.shape[1] // 2 : logits.shape[1] - 2].mean()),
+     "logits.shape[1] // 2 is (2L - 1) // 2 = L - 1"),
+    (lambda logits, tokens: float(_repeat_losses(logits, tokens, normalise_axis=1)[:, tokens.shape[1] // 2 :].mean()),
+     "normaliser sums over the positions"),
     (lambda logits, tokens: np.full(3, right_repeat_loss(logits, tokens)), "expected one number"),
 ]
 

@@ -181,6 +181,18 @@ def _prms_eps_outside(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> F
     return out
 
 
+def _prms_first_axis(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = math.ceil(p * z.shape[-1])
+    out: Floats = z / np.sqrt((z[:k] ** 2).mean(axis=-1, keepdims=True) + eps) * gain
+    return out
+
+
+def _prms_float_k(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Floats:
+    k = np.ceil(p * z.shape[-1])
+    out: Floats = z / np.sqrt((z[..., :k] ** 2).mean(axis=-1, keepdims=True) + eps) * gain
+    return out
+
+
 def _torch_rms_norm(z: Floats, gain: Floats, p: float, eps: float = 1e-5) -> Any:
     tz = torch.from_numpy(z)
     return torch.nn.functional.rms_norm(tz, (z.shape[-1],), torch.from_numpy(gain), eps).numpy()
@@ -225,6 +237,10 @@ RMS_ROWS: list[tuple[str, RmsFunction, str, bool]] = [
     ("eps outside the square root", _prms_eps_outside, "eps is outside the square root", True),
     ("eps argument ignored (1e-5 always)", _prms(eps_of=lambda e: 1e-5), "whatever the eps argument says", True),
     ("no eps at all", _prms(eps_of=lambda e: 0.0), "eps is missing", True),
+    ("z[:k]: the positions sliced, not the features (a shape error)", _prms_first_axis,
+     "slice the last axis, the features: z[..., :k]", True),
+    ("k = np.ceil(p * n), a float (a slice error)", _prms_float_k, "k must be an int: int(np.ceil(...)) or math.ceil",
+     True),
     ("z unchanged", lambda z, g, p, eps=1e-5: z, "right shape, wrong numbers", True),
 ]
 
@@ -430,6 +446,18 @@ def _repeat_loss_l_from_logits(logits: Floats, tokens: Any) -> float:
     return float(_losses(logits, tokens)[:, half:].mean())
 
 
+def _repeat_loss_l_from_logits_window(logits: Floats, tokens: Any) -> float:
+    L = logits.shape[1] // 2  # (2L - 1) // 2 = L - 1: the window L .. 2L-2 written from it is moved back
+    return float(_losses(logits, tokens)[:, L : 2 * L - 1].mean())
+
+
+def _repeat_loss_normaliser_over_positions(logits: Floats, tokens: Any) -> float:
+    half = tokens.shape[1] // 2
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-np.take_along_axis(log_p, tokens[:, 1:, None], axis=-1)[:, half:, 0].mean())
+
+
 def _repeat_loss_written_l(logits: Floats, tokens: Any) -> float:
     return float(_losses(logits, tokens)[:, 12:].mean())
 
@@ -470,6 +498,10 @@ REPEAT_ROWS: list[tuple[str, Callable[[Floats, Any], Any], str, bool]] = [
     ("the notebook's L = 12 read as a global", _repeat_loss_global_l, "reads the notebook's L", True),
     ("a max without keepdims (shape error)", _repeat_loss_no_keepdims, "keepdims=True", True),
     ("L from logits.shape[1] // 2 (= L - 1)", _repeat_loss_l_from_logits, "take L from tokens.shape[1] // 2", True),
+    ("L from logits.shape[1] // 2, the window [L : 2L-1] from it", _repeat_loss_l_from_logits_window,
+     "take L from tokens.shape[1] // 2", True),
+    ("the softmax normaliser over the positions (axis 1)", _repeat_loss_normaliser_over_positions,
+     "normaliser sums over the positions (axis 1)", True),
     ("L = 12 written in, slicing (nan)", _repeat_loss_written_l, "the lesson's 12 written in", True),
     ("L = 12 written in, a loop (IndexError)", _repeat_loss_written_loop, "the lesson's 12, 23 written in", True),
     ("a log in base 2", _repeat_loss_in_bits, "natural log", True),

@@ -284,11 +284,29 @@ def _check_block_once(question: str, function: Any, sizes: tuple[int, int, int, 
 RMS_TRIALS = [((3, 4, 6), np.float64, 0.25, None), ((5, 10), np.float32, 0.25, None), ((4, 5), np.float64, 0.5, 1e-2)]
 KEEPDIMS = ("the mean of the squares lost its last axis, so it cannot divide z: keep it with keepdims=True (or add "
             "[..., None]) so that each position is divided by its own RMS")
+FIRST_AXIS = ("you sliced the first axis, the positions (z[:k]): the k features are on the last axis, so slice the "
+              "last axis, the features: z[..., :k]")
+FLOAT_K = ("k must be an int: int(np.ceil(...)) or math.ceil (np.ceil returns a float, and a slice such as "
+           "z[..., :k] takes whole numbers only)")
 
 
 def _first_k(p: float, width: int) -> int:
     """pRMSNorm's ``k = ceil(p * width)`` (at least 1)."""
     return max(1, math.ceil(p * width))
+
+
+def _sliced_positions(function: Any) -> bool:
+    """Whether ``function`` slices the first axis (``z[:k]``) where the features, the last axis, belong:
+    on a ``z`` of shape ``(k, width)`` that slice keeps every row, and the answer is plain RMSNorm."""
+    width, p = 6, 0.25
+    k = _first_k(p, width)
+    z = np.random.default_rng(6).normal(loc=1.5, size=(k, width))
+    gain = 1 + 0.5 * np.random.default_rng(7).normal(size=width)
+    result = function_answer("RMSNorm", function, (z.copy(), gain.copy(), p), "an array")
+    if isinstance(result, Verdict):
+        return False
+    got = array_answer("RMSNorm", result, "an array")
+    return not isinstance(got, Verdict) and same(got, z / np.sqrt((z**2).mean(axis=-1, keepdims=True) + 1e-5) * gain)
 
 
 def check_rms_norm_function(function: Any) -> Verdict:
@@ -300,8 +318,9 @@ def check_rms_norm_function(function: Any) -> Verdict:
     ``(4, 5)`` with ``p = 0.5``, ``eps = 0.01`` passed and a row near 0. Recognises: every feature
     used (plain RMSNorm, also `torch.nn.functional.rms_norm`), ``floor`` instead of ``ceil``, the
     last ``k`` features, only the first ``k`` returned, the sum of the ``k`` squares divided by the
-    width, a mean without ``keepdims`` (a shape error), eps outside the root, eps ignored or missing,
-    LayerNorm, a sum of squares, no square root, one mean over the whole array, no gain, a
+    width, a mean without ``keepdims`` (a shape error), the first axis sliced (``z[:k]``, a shape
+    error), ``k`` left a float (``np.ceil``: a slice error), eps outside the root, eps ignored or
+    missing, LayerNorm, a sum of squares, no square root, one mean over the whole array, no gain, a
     bias-like addition of ``gain``, the standard deviation, and a result of another dtype.
     """
     question = "RMSNorm"
@@ -314,8 +333,10 @@ def check_rms_norm_function(function: Any) -> Verdict:
         args = (z.copy(), gain.copy(), p) if eps is None else (z.copy(), gain.copy(), p, eps)
         result = function_answer(question, function, args, "the body: return an array shaped like z")
         if isinstance(result, Verdict):
+            if result.answered and "slice indices must be integers" in result.message:
+                return failed(question, FLOAT_K)
             if result.answered and "could not be broadcast" in result.message:
-                return failed(question, KEEPDIMS)
+                return failed(question, FIRST_AXIS if _sliced_positions(function) else KEEPDIMS)
             return result if trial == 0 else failed(question, f"with z of shape {shape}: {result.message}")
         verdict = _rms_verdict(question, result, z.astype(np.float64), gain.astype(np.float64), p, eps or 1e-5)
         if verdict is None:
@@ -604,6 +625,21 @@ HARD_CODED = ("take L from the arguments (L = tokens.shape[1] // 2) and V from t
               "checker's sequences are shorter than the lesson's")
 
 
+POSITIONS_NORMALISER = ("your softmax's normaliser sums over the positions (axis 1): a position's probabilities "
+                        "sum to 1 over its V tokens, so sum the exponentials over the last axis (axis=-1, "
+                        "keepdims=True)")
+WINDOW_FROM_LOGITS = ("your window starts at position L - 1 and stops before 2L - 2: logits.shape[1] // 2 is "
+                      "(2L - 1) // 2 = L - 1, not L; take L from tokens.shape[1] // 2, and the repeated half is "
+                      "positions L .. 2L-2")
+
+
+def _positions_normaliser(logits: Floats) -> Floats:
+    """A log-softmax shifted by each position's largest logit but normalised over the positions (axis 1)."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    result: Floats = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return result
+
+
 def _written_sizes(function: Any) -> list[int]:
     """The lesson's sizes (`LESSON_SIZES`) that ``function``'s code (or code nested in it) writes as
     whole-number literals."""
@@ -628,12 +664,13 @@ def check_repeat_loss_function(function: Any) -> Verdict:
 
     Tried on the checker's own random logits and repeated tokens (`REPEAT_LOSS_TRIALS`, sizes the
     notebook never holds). Recognises: a call of `induction.loss_per_position`, the token at ``t``
-    instead of ``t + 1``, the softmax over the positions, ``-p`` instead of ``-ln p``, the sign
-    dropped, ``-ln`` of the mean probability, the top token's probability, a log in base 2 or 10, the
-    repeated half started at ``L - 1`` (``L`` taken from the logits), every position, the first half,
-    a sum over positions, one loss per position (or per sequence) instead of one number, the
-    notebook's ``L`` or ``V`` read instead of the arguments, and the lesson's sizes written into the
-    function (an IndexError or a mean of nothing).
+    instead of ``t + 1``, the softmax (or only its normaliser) over the positions, ``-p`` instead
+    of ``-ln p``, the sign dropped, ``-ln`` of the mean probability, the top token's probability, a
+    log in base 2 or 10, the repeated half started at ``L - 1`` (``L`` taken from the logits, also
+    with the window's end written from that ``L``), every position, the first half, a sum over
+    positions, one loss per position (or per sequence) instead of one number, the notebook's ``L``
+    or ``V`` read instead of the arguments, and the lesson's sizes written into the function (an
+    IndexError or a mean of nothing).
     """
     question = "repeated-half loss"
     borrowed = forbidden_call(question, function, "loss_per_position", "ablation_losses")
@@ -679,6 +716,7 @@ def check_repeat_loss_function(function: Any) -> Verdict:
              "you scored the token at position t itself: position t predicts the NEXT token, tokens[:, t + 1]"),
             (float(-_picked(_log_softmax(logits, axis=1), tokens[:, 1:])[:, L:].mean()),
              "your softmax runs over the positions (axis 1): it runs over the V tokens, the last axis"),
+            (float(-_picked(_positions_normaliser(logits), tokens[:, 1:])[:, L:].mean()), POSITIONS_NORMALISER),
             (float(-_picked(probs, tokens[:, 1:])[:, L:].mean()), "you averaged -p: the loss is -ln p"),
             (float(_picked(log_p, tokens[:, 1:])[:, L:].mean()), "the sign: the loss is -ln p, a positive number"),
             (float(-np.log(_picked(probs, tokens[:, 1:])[:, L:].mean())),
@@ -688,6 +726,7 @@ def check_repeat_loss_function(function: Any) -> Verdict:
             (float(losses[:, L - 1:].mean()), "you started at position L - 1, which predicts the repeat's first "
                                               "token: the repeated half is L .. 2L-2 (logits.shape[1] // 2 is "
                                               "(2L - 1) // 2 = L - 1: take L from tokens.shape[1] // 2)"),
+            *[(float(losses[:, L - 1 : stop].mean()), WINDOW_FROM_LOGITS) for stop in (2 * L - 3, 2 * L - 2)],
             (right / math.log(2), "that is the loss in bits (log base 2): the loss is in nats, -ln p with the "
                                   "natural log, np.log"),
             (right / math.log(10), "that is log base 10: the loss is -ln p with the natural log, np.log"),

@@ -1,0 +1,182 @@
+"""Lesson 10's character-level GPT in PyTorch: the model ``scripts/train_shakespeare.py`` trains.
+
+Built from the series' own layers: each block is lesson 09's pre-norm block (LayerNorm, attention,
+residual; LayerNorm, feed-forward, residual) with lesson 06's `gqa_torch.GroupedQueryAttention` as
+its attention (``kv_heads == heads``: ordinary multi-head attention) and a causal mask::
+
+    x = E[tokens] + P[:T]                       # token and learned position embeddings, (B, T, D)
+    for each block:
+        x = x + attention(LN1(x), causal)       # the heads read the past and write into the stream
+        x = x + ffn(LN2(x))                     # ffn(z) = relu(z @ w_in + b_in) @ w_out + b_out
+    logits = LN_f(x) @ U                        # (B, T, V): the next character's scores
+
+`lessons_lib.shakespeare` holds the same model in NumPy (the lesson's copy) and loads the weights
+this module's `CharGPT.arrays` writes; `reference_logits` computes the same function a second way,
+with ``F.scaled_dot_product_attention`` and ``nn.LayerNorm`` only, for the parity tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from numpy.typing import NDArray
+from torch import Tensor, nn
+
+from lessons_lib.gqa_torch import GroupedQueryAttention
+from lessons_lib.mha_torch import causal_mask
+from lessons_lib.shakespeare import GPTConfig, array_shapes, check_ablate, check_tokens
+
+__all__ = ["CharGPT", "GPTBlock", "reference_logits"]
+
+
+class GPTBlock(nn.Module):
+    """One pre-norm block: ``norm1``, ``attention`` (GQA), ``norm2``, ``ffn_in``, ``ffn_out``."""
+
+    def __init__(self, config: GPTConfig, seed: int) -> None:
+        super().__init__()
+        D = config.width
+        self.norm1 = nn.LayerNorm(D)
+        self.attention = GroupedQueryAttention(D, config.heads, config.kv_heads, seed=seed)
+        self.norm2 = nn.LayerNorm(D)
+        self.ffn_in = nn.Linear(D, config.hidden)
+        self.ffn_out = nn.Linear(config.hidden, D)
+
+    def forward(self, x: Tensor, allowed: Tensor, off: list[int] | None = None) -> tuple[Tensor, Tensor]:
+        """``x (B, T, D)`` -> ``(x (B, T, D), weights (B, h, T, T))``; heads in ``off`` write nothing."""
+        a = self.attention
+        z = self.norm1(x)
+        k, v = a._keys_values(z)  # (B, h_kv, T, d_h) each
+        if off:  # zero the ablated heads' outputs before W_o: they then write nothing
+            q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
+            k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
+            scores = (q @ k.transpose(-1, -2)) / a.head_width**0.5
+            weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            heads_out = weights @ v  # (B, h, T, d_h)
+            keep = torch.ones(a.heads, dtype=x.dtype, device=x.device)
+            keep[off] = 0
+            heads_out = heads_out * keep[:, None, None]
+            out = a.wo(heads_out.transpose(1, 2).flatten(-2))
+        else:
+            out, weights = a._attend(z, k, v, allowed)
+        x = x + out
+        x = x + self.ffn_out(torch.relu(self.ffn_in(self.norm2(x))))
+        return x, weights
+
+
+class CharGPT(nn.Module):
+    """The whole model: ``token (V, D)``, ``position (T_max, D)``, ``blocks``, ``norm_f``, ``unembed``."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        blocks = [GPTBlock(config, seed=config.seed + i) for i in range(config.layers)]
+        torch.manual_seed(config.seed)  # after the attention weights, which come from NumPy's stream
+        self.blocks: list[GPTBlock] = nn.ModuleList(blocks)  # type: ignore[assignment]
+        for block in self.blocks:  # nn.Linear's default init for the FFN, drawn from torch's seeded stream
+            block.ffn_in.reset_parameters()
+            block.ffn_out.reset_parameters()
+        self.token = nn.Embedding(config.vocab, config.width)
+        self.position = nn.Parameter(0.02 * torch.randn(config.context, config.width))
+        self.norm_f = nn.LayerNorm(config.width)
+        self.unembed = nn.Linear(config.width, config.vocab, bias=False)
+
+    def forward(self, tokens: Tensor, ablate: Any = ()) -> tuple[Tensor, list[Tensor]]:
+        """``tokens (B, T)`` int64, ``T <= context`` -> ``(logits (B, T, V), weights per block (B, h, T, T))``.
+
+        ``ablate``: ``(layer, head)`` pairs whose heads write nothing (their weights are still returned).
+        """
+        check_tokens(tokens.numpy() if tokens.device.type == "cpu" else tokens.cpu().numpy(), self.config)
+        off = check_ablate(ablate, self.config)
+        T = tokens.shape[1]
+        allowed = causal_mask(T).to(tokens.device)
+        x = self.token(tokens) + self.position[:T]
+        weights = []
+        for i, block in enumerate(self.blocks):
+            x, w = block(x, allowed, [head for layer, head in off if layer == i])
+            weights.append(w)
+        return self.unembed(self.norm_f(x)), weights
+
+    def arrays(self) -> dict[str, NDArray[np.float32]]:
+        """Every parameter as a float32 NumPy array in NumPy's ``(in, out)`` layout, named as
+        `shakespeare.array_shapes` lists them."""
+        named: dict[str, Tensor] = {
+            "token_embedding": self.token.weight,
+            "position_embedding": self.position,
+            "norm_f_gain": self.norm_f.weight,
+            "norm_f_bias": self.norm_f.bias,
+            "unembedding": self.unembed.weight.T,
+        }
+        for i, b in enumerate(self.blocks):
+            a = b.attention
+            named |= {f"block{i}_wq": a.wq.weight.T, f"block{i}_wk": a.wk.weight.T}
+            named |= {f"block{i}_wv": a.wv.weight.T, f"block{i}_wo": a.wo.weight.T}
+            named |= {f"block{i}_norm1_gain": b.norm1.weight, f"block{i}_norm1_bias": b.norm1.bias}
+            named |= {f"block{i}_norm2_gain": b.norm2.weight, f"block{i}_norm2_bias": b.norm2.bias}
+            named |= {f"block{i}_w_in": b.ffn_in.weight.T, f"block{i}_b_in": b.ffn_in.bias}
+            named |= {f"block{i}_w_out": b.ffn_out.weight.T, f"block{i}_b_out": b.ffn_out.bias}
+        out = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in named.items()}
+        assert {n: a.shape for n, a in out.items()} == array_shapes(self.config)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, NDArray[Any]], config: GPTConfig, dtype: torch.dtype = torch.float32) -> CharGPT:
+        """A model holding the given ``(in, out)`` arrays (e.g. `shakespeare.load_arrays`), in ``dtype``."""
+        with torch.random.fork_rng(devices=[]):
+            model = cls(config)
+        model = model.to(dtype)
+        params = dict(model.named_parameters())
+        target = {
+            "token_embedding": "token.weight",
+            "position_embedding": "position",
+            "norm_f_gain": "norm_f.weight",
+            "norm_f_bias": "norm_f.bias",
+            "unembedding": "unembed.weight",
+        }
+        for i in range(config.layers):
+            target |= {f"block{i}_{w}": f"blocks.{i}.attention.{w}.weight" for w in ("wq", "wk", "wv", "wo")}
+            for n in ("norm1", "norm2"):
+                target |= {f"block{i}_{n}_gain": f"blocks.{i}.{n}.weight", f"block{i}_{n}_bias": f"blocks.{i}.{n}.bias"}
+            target |= {f"block{i}_w_in": f"blocks.{i}.ffn_in.weight", f"block{i}_b_in": f"blocks.{i}.ffn_in.bias"}
+            target |= {f"block{i}_w_out": f"blocks.{i}.ffn_out.weight", f"block{i}_b_out": f"blocks.{i}.ffn_out.bias"}
+        with torch.no_grad():
+            for name, param_name in target.items():
+                value = np.asarray(arrays[name])
+                if value.ndim == 2 and name != "token_embedding" and name != "position_embedding":
+                    value = value.T  # (in, out) -> nn.Linear's (out, in)
+                params[param_name].copy_(torch.from_numpy(np.ascontiguousarray(value)).to(dtype))
+        return model
+
+
+def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens: Tensor) -> Tensor:
+    """The same model written a second way, from the arrays alone: ``F.layer_norm`` via ``nn.LayerNorm``
+    modules and ``F.scaled_dot_product_attention(is_causal=True)`` with K/V heads repeated for GQA."""
+    dtype = torch.float64 if np.asarray(arrays["block0_wq"]).dtype == np.float64 else torch.float32
+
+    def t(name: str) -> Tensor:
+        return torch.from_numpy(np.ascontiguousarray(arrays[name])).to(dtype)
+
+    def norm(prefix: str, x: Tensor) -> Tensor:
+        layer = nn.LayerNorm(config.width, dtype=dtype)
+        with torch.no_grad():
+            layer.weight.copy_(t(f"{prefix}_gain"))
+            layer.bias.copy_(t(f"{prefix}_bias"))
+        return layer(x)
+
+    h, h_kv, d_h = config.heads, config.kv_heads, config.width // config.heads
+    with torch.no_grad():
+        T = tokens.shape[1]
+        x = t("token_embedding")[tokens] + t("position_embedding")[:T]
+        for i in range(config.layers):
+            z = norm(f"block{i}_norm1", x)
+            q = (z @ t(f"block{i}_wq")).view(*z.shape[:2], h, d_h).transpose(1, 2)
+            k = (z @ t(f"block{i}_wk")).view(*z.shape[:2], h_kv, d_h).transpose(1, 2)
+            v = (z @ t(f"block{i}_wv")).view(*z.shape[:2], h_kv, d_h).transpose(1, 2)
+            k, v = k.repeat_interleave(h // h_kv, dim=1), v.repeat_interleave(h // h_kv, dim=1)
+            heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + heads.transpose(1, 2).reshape(*z.shape[:2], config.width) @ t(f"block{i}_wo")
+            z = norm(f"block{i}_norm2", x)
+            x = x + F.relu(z @ t(f"block{i}_w_in") + t(f"block{i}_b_in")) @ t(f"block{i}_w_out") + t(f"block{i}_b_out")
+        return norm("norm_f", x) @ t("unembedding")

@@ -58,6 +58,7 @@ from lessons_lib.checks import (
     latent_attention,
     matching_pytorch,
     one_head,
+    real_model_heads,
     splitting_into_heads,
 )
 
@@ -3162,6 +3163,65 @@ BAD_INPUTS = [
         ValueError,
         ("heads must list at least two (layer, head) pairs, got [(1, 2)]"),
     ),
+    # ----- checks.real_model_heads (lesson 10) ----------------------------------------------------------
+    Bad(
+        "checks.real_model_heads.check_bits_function",
+        "check_bits_function_not_a_function",
+        lambda: real_model_heads.check_bits_function(2.0),
+        RETURNS,
+        ("[bits per character] not yet: expected a function, got float 2.0"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_bits_function",
+        "check_bits_function_returns_text",
+        lambda: real_model_heads.check_bits_function(lambda nats: "bits"),
+        RETURNS,
+        ("[bits per character] not yet: expected an array of numbers, got str 'bits'"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_previous_score_function",
+        "check_previous_score_function_not_a_function",
+        lambda: real_model_heads.check_previous_score_function(None),
+        RETURNS,
+        ("[previous-character score] not answered yet: write the body: return one score per head, (h,)"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_previous_score_function",
+        "check_previous_score_function_wrong_shape",
+        lambda: real_model_heads.check_previous_score_function(lambda weights: weights[0, 0]),
+        RETURNS,
+        ("[previous-character score] not yet: expected one score per head, shape (5,); yours has shape (9, 9)"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_last_break_function",
+        "check_last_break_function_not_a_function",
+        lambda: real_model_heads.check_last_break_function("text"),
+        RETURNS,
+        ("[last break] not yet: expected a function, got str 'text'"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_last_break_function",
+        "check_last_break_function_returns_a_number",
+        lambda: real_model_heads.check_last_break_function(lambda text: 3),
+        RETURNS,
+        ("[last break] not yet: expected one position (an int) per character of text, -1 before the first break, "
+         "got int 3"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_decode_step_function",
+        "check_decode_step_function_not_a_function",
+        lambda: real_model_heads.check_decode_step_function(42),
+        RETURNS,
+        ("[cached decoding step] not yet: expected a function, got int 42"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_decode_step_function",
+        "check_decode_step_function_too_few_arguments",
+        lambda: real_model_heads.check_decode_step_function(lambda model, token: token),
+        RETURNS,
+        ("[cached decoding step] not yet: your function raised TypeError: <lambda>.<locals>.<lambda>() takes 2 "
+         "positional arguments but 3 were given"),
+    ),
     # ----- induction: lesson 09's measurements (baselines, bets, predictions, composition) ------------
     Bad(
         "induction.unseen_token_loss",
@@ -3402,7 +3462,7 @@ COVERED_MODULES = [
     "block_numpy", "block_torch", "induction", "inspect_heads", "toy_task",
     "checks.one_head", "checks.splitting_into_heads", "checks.concatenate_and_project",
     "checks.matching_pytorch", "checks.inspecting_heads", "checks.grouped_query_attention",
-    "checks.latent_attention", "checks.efficient_attention", "checks.heads_at_work",
+    "checks.latent_attention", "checks.efficient_attention", "checks.heads_at_work", "checks.real_model_heads",
 ]  # fmt: skip
 # Public names with no bad input of their own: records that only hold what they are given.
 RECORDS = {

@@ -23,6 +23,7 @@ import lessons_lib.checks.inspecting_heads as ih
 import lessons_lib.checks.latent_attention as la
 import lessons_lib.checks.matching_pytorch as mp
 import lessons_lib.checks.one_head as oh
+import lessons_lib.checks.real_model_heads as rmh
 import lessons_lib.checks.splitting_into_heads as sih
 from lessons_lib import induction, mha_numpy
 from lessons_lib.checks import (
@@ -304,10 +305,15 @@ CHECKERS: dict[str, Callable[[Any], Verdict]] = {
     "RMSNorm": lambda a: hw.check_rms_norm_function(lambda z, gain, p, eps=1e-5: a),
     "repeated-half loss": lambda a: hw.check_repeat_loss_function(lambda logits, tokens: a),
     "double ablation": lambda a: hw.check_double_ablation(a, _induction_model, _repeats, [(1, 0), (1, 1)]),
+    "bits per character": lambda a: rmh.check_bits_function(lambda nats: a),
+    "previous-character score": lambda a: rmh.check_previous_score_function(lambda weights: a),
+    "last break": lambda a: rmh.check_last_break_function(lambda text: a),
+    "cached decoding step": lambda a: rmh.check_decode_step_function(lambda model, token, cache: a),
 }
 # None from a function: "returned None"
 FUNCTION_CHECKS = ("split", "rebuilt keys", "block", "RMSNorm", "repeated-half loss", "head contribution",
-                   "sequence-first merge", "scores against the latent", "MQA over the latent")
+                   "sequence-first merge", "scores against the latent", "MQA over the latent", "bits per character",
+                   "previous-character score", "last break", "cached decoding step")
 
 
 @pytest.mark.parametrize("label", sorted(CHECKERS))

@@ -50,6 +50,7 @@ from lessons_lib.plotting import (
     mask_conventions,
     palette,
     residual_stream,
+    text_maps,
     tiling,
     use_retina_inline,
 )
@@ -120,6 +121,10 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "induction_maps.plot_ablation": lambda: induction_maps.plot_ablation(rng.uniform(0, 3, size=(2, 4)), 0.4),
     "induction_maps.plot_composition": lambda: induction_maps.plot_composition(
         {"intact": rng.uniform(size=4), "hidden from keys": rng.uniform(size=4)}, [1, 2]),
+    "text_maps.plot_text_maps": lambda: text_maps.plot_text_maps(
+        _maps(4, 20), "Stay! speak, speak! ", [f"layer {i}, head {i}: best previous" for i in range(4)]),
+    "text_maps.plot_ablation": lambda: text_maps.plot_ablation(rng.uniform(-0.01, 0.3, size=(4, 4)),
+                                                               rng.uniform(0, 0.6, size=4)),
 }
 def displayed_scale(fig: Figure) -> tuple[float, float]:
     """(width in CSS pixels as the inline backend crops it, the factor the page column shrinks it by)."""

@@ -383,7 +383,8 @@ def predict_problems(nb: Notebook) -> list[str]:
 
 
 PLOTTING_CALL = re.compile(r"\b(" + "|".join(("attention_flow", "head_split", "head_merge", "mask_conventions",
-    "attention_maps", "cache_charts", "latent_flow", "tiling", "residual_stream", "induction_maps")) + r")\.\w+\(")
+    "attention_maps", "cache_charts", "latent_flow", "tiling", "residual_stream", "induction_maps",
+    "text_maps")) + r")\.\w+\(")
 
 
 def figure_problems(nb: Notebook) -> list[str]:

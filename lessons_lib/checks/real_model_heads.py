@@ -90,7 +90,9 @@ def check_bits_function(function: Any) -> Verdict:
         result = _quiet(question, function, (nats.copy() if isinstance(nats, np.ndarray) else nats,),
                         "the body: return the loss in bits per character")
         if isinstance(result, Verdict):
-            return result if trial == 0 else failed(question, f"right for one number, not for an array: {result.message}")
+            if trial == 0:
+                return result
+            return failed(question, f"right for one number, not for an array: {result.message}")
         got = array_answer(question, result, "the loss in bits")
         if isinstance(got, Verdict):
             return got
@@ -107,10 +109,10 @@ def check_bits_function(function: Any) -> Verdict:
                               "1 / ln 2 = 1.44 times as many bits: divide by ln 2"),
             (n / math.log(10), "you divided by ln 10: that gives the loss in base-10 digits; bits are base 2, "
                                "divide by ln 2"),
-            (lambda: np.log2(n), "you took log2 of the loss: the loss is already a logarithm (-ln p); change its "
+            (lambda n=n: np.log2(n), "you took log2 of the loss: the loss is already a logarithm (-ln p); change its "
                                  "base by dividing by ln 2"),
-            (lambda: 2.0**n, "2 ** loss is a perplexity, not a loss in bits: divide the loss by ln 2"),
-            (lambda: np.exp(n), "e ** loss is the perplexity (the number of equally likely characters it stands "
+            (lambda n=n: 2.0**n, "2 ** loss is a perplexity, not a loss in bits: divide the loss by ln 2"),
+            (lambda n=n: np.exp(n), "e ** loss is the perplexity (the number of equally likely characters it stands "
                                 "for): the loss in bits is loss / ln 2"),
             (n / 2, "you halved the loss: bits = nats / ln 2 (ln 2 = 0.693, not 2)"),
             (n * math.log(10) / math.log(2), "you converted as if the loss were in base-10 digits: it is in nats "
@@ -247,6 +249,16 @@ def _next_break(text: str) -> NDArray[np.int64]:
     return np.array([next((s for s in range(t, len(text)) if text[s] in BREAKS), -1) for t in range(len(text))])
 
 
+def _as_array(value: Any) -> NDArray[Any] | None:
+    """A list, tuple or array as an array; ``None`` for anything else or for ragged nesting."""
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        return None
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+
+
 def check_last_break_function(function: Any) -> Verdict:
     """Question "last break": ``function(text) -> (len(text),)`` integers, for each position ``t`` the
     position of the last space or newline at or before ``t``, ``-1`` before the first one.
@@ -266,7 +278,7 @@ def check_last_break_function(function: Any) -> Verdict:
         if isinstance(result, Verdict):
             return result if trial == 0 else failed(question, f"with the text {text!r}: {result.message}")
         right = _last_break(text)
-        raw = np.asarray(result) if isinstance(result, (list, tuple, np.ndarray)) else None
+        raw = _as_array(result)
         if raw is not None and raw.dtype == bool and raw.shape == right.shape:
             return failed(question, "you returned where the breaks are (True/False): return, for each position, the "
                                     "position of the last break at or before it")
@@ -432,11 +444,16 @@ def check_decode_step_function(function: Any) -> Verdict:
         verdict = _decode_once(question, function, model, ids)
         if verdict is not None:
             if trial == 1 and verdict.answered:
-                V, context, D, h, h_kv, layers, F = sizes
+                V, _, D, h, h_kv, layers, _ = sizes
                 return failed(question, f"right for the first model, not for one with V={V}, D={D}, h={h}, "
                                         f"h_kv={h_kv}, {layers} layers: {verdict.message}")
             return verdict
     return passed(question, "every step's logits equal the whole forward pass over the text so far")
+
+
+def _variant_route(model: ShakespeareModel, ids: NDArray[np.int64], variant: str) -> Callable[[], Floats]:
+    """A zero-argument computation of `_decode_variant` (`first_match` runs it only when it gets there)."""
+    return lambda: _decode_variant(model, ids, variant)
 
 
 def _decode_once(question: str, function: Any, model: ShakespeareModel, ids: NDArray[np.int64]) -> Verdict | None:
@@ -474,8 +491,8 @@ def _decode_once(question: str, function: Any, model: ShakespeareModel, ids: NDA
     candidates: list[tuple[Callable[[], Floats] | Floats, str]] = [
         (softmax(right), "you returned probabilities (a softmax): return the logits, before any softmax"),
     ]
-    candidates += [((lambda name=name: _decode_variant(model, ids, name)), message)
-                   for name, message in DECODE_MISTAKES.items()]
+    for name, message in DECODE_MISTAKES.items():
+        candidates.append((_variant_route(model, ids, name), message))
     mistake = first_match(got, candidates)
     return failed(question, mistake or "the logits differ from a whole forward pass over the text so far: embed the "
                                        "token at position len(cache); in each block LayerNorm 1, queries, keys and "

@@ -19,10 +19,10 @@ from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colo
 
 __all__ = ["MAX_CHARACTERS", "char_labels", "plot_ablation", "plot_text_maps"]
 
-MAX_CHARACTERS = 32  # at two maps to a row, more characters than this would print smaller than 9 points
+MAX_CHARACTERS = 20  # at two maps to a row, more characters than this would make their 9-point labels overlap
 SHOWN = {" ": "\u2423", "\n": "\u21b5"}  # a space as an open box, a newline as a return arrow
-MAP_SIDE = 3.0  # inches per map
-MAP_GAP = 0.75  # inches between the maps of a row (the second map's query labels)
+MAP_SIDE = 2.85  # inches per map: two maps and their labels fit the page column
+MAP_GAP = 0.7  # inches between the maps of a row (the second map's query labels)
 
 
 def char_labels(text: str) -> list[str]:

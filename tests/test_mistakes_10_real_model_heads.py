@@ -1,0 +1,320 @@
+"""Lesson 10's typical mistakes: each wrong answer a learner is likely to hand in to a "Your turn" of
+"A real model's heads", and the words its diagnosis must contain (format in `mistake_table`).
+
+Every checker is tried on inputs of its own (random causal weights, short texts, two small random
+models), so no row needs the shipped weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
+from numpy.typing import NDArray
+
+from lessons_lib import block_numpy, mha_numpy, shakespeare
+from lessons_lib.checks.real_model_heads import (
+    check_bits_function,
+    check_decode_step_function,
+    check_last_break_function,
+    check_previous_score_function,
+)
+from lessons_lib.kv_cache import KVCache
+
+Floats = NDArray[np.floating[Any]]
+
+
+# ---- Your turn 1: the cached decoding step ---------------------------------------------------------
+def _decoder(position: str = "t", append: bool = True, scale: str = "d_h", norm1: bool = True,
+             attention_residual: bool = True, ffn_residual: bool = True, parallel: bool = False,
+             final_norm: bool = True, output: str = "logits", repeat: str = "attend",
+             query_softmax: bool = False) -> Callable[..., Any]:
+    """A cached decoding step written out by hand, right by default, with one mistake switched on."""
+
+    def step(model: shakespeare.ShakespeareModel, token: int, cache: KVCache) -> Any:
+        t = len(cache)
+        where = {"t": t, "0": 0, "t + 1": t + 1}[position]
+        x = model.token_embedding[[[token]]] + model.position_embedding[where : where + 1]  # (1, 1, D)
+        for i, block in enumerate(model.blocks):
+            a = block.attention
+            z = block_numpy.layer_norm(x, block.norm1_gain, block.norm1_bias) if norm1 else x
+            new_k = mha_numpy.split_heads(z @ a.wk, a.kv_heads)
+            new_v = mha_numpy.split_heads(z @ a.wv, a.kv_heads)
+            if append:
+                k, v = cache.append(i, new_k, new_v)
+            else:
+                k, v = new_k, new_v
+            if repeat == "attend" and scale == "d_h" and not query_softmax:
+                out, _ = a.attend(z, k, v)
+            else:
+                q = mha_numpy.split_heads(z @ a.wq, a.heads)  # (1, h, 1, d_h)
+                if repeat == "tile":
+                    k, v = np.tile(k, (1, a.group_size, 1, 1)), np.tile(v, (1, a.group_size, 1, 1))
+                elif repeat != "none":
+                    k, v = np.repeat(k, a.group_size, axis=1), np.repeat(v, a.group_size, axis=1)
+                divide = {"d_h": math.sqrt(a.head_width), "none": 1.0, "D": math.sqrt(a.width), "32": math.sqrt(32),
+                          "d_h plain": a.head_width}[scale]
+                scores = q @ np.swapaxes(k, -1, -2) / divide  # (1, h, 1, S)
+                w = mha_numpy.softmax(scores, axis=-2 if query_softmax else -1)
+                out = mha_numpy.merge_heads(w @ v) @ a.wo
+            before = x
+            x = x + out if attention_residual else np.asarray(out, dtype=np.float64)
+            ffn = block.ffn(before if parallel else x)
+            x = x + ffn if ffn_residual else np.asarray(ffn, dtype=np.float64)
+        final = block_numpy.layer_norm(x, model.norm_f_gain, model.norm_f_bias) if final_norm else x
+        logits = final @ model.unembedding  # (1, 1, V)
+        if output == "probabilities":
+            return mha_numpy.softmax(logits[0, 0])
+        return logits if output == "batched" else logits[0, 0]
+
+    return step
+
+
+def _library_step(model: Any, token: int, cache: KVCache) -> Any:
+    return shakespeare.decode_step(model, token, cache)
+
+
+def _whole_pass_step(model: Any, token: int, cache: KVCache) -> Any:
+    ids = np.array([[token]])
+    cache.append(0, np.zeros((1, model.config.kv_heads, 1, model.config.head_width)),
+                 np.zeros((1, model.config.kv_heads, 1, model.config.head_width)))
+    return shakespeare.run(model, ids)[0][0, -1]
+
+
+def _d_h_written_in(model: Any, token: int, cache: KVCache) -> Any:
+    return _decoder(scale="32")(model, token, cache)
+
+
+DECODE = "10 YT1 decode step"
+DECODE_ROWS = [
+    Mistake(DECODE, "calls shakespeare.decode_step", lambda: check_decode_step_function(_library_step),
+            "your function calls the library's decode_step"),
+    Mistake(DECODE, "runs the whole forward pass", lambda: check_decode_step_function(_whole_pass_step),
+            "your function calls the library's run"),
+    Mistake(DECODE, "position 0 for every token", lambda: check_decode_step_function(_decoder(position="0")),
+            "every new character got position 0's embedding"),
+    Mistake(DECODE, "position one too far", lambda: check_decode_step_function(_decoder(position="t + 1")),
+            "your positions are one too far"),
+    Mistake(DECODE, "nothing appended to the cache", lambda: check_decode_step_function(_decoder(append=False)),
+            "append the new position's keys and values to it in every layer"),
+    Mistake(DECODE, "scores not scaled", lambda: check_decode_step_function(_decoder(scale="none")),
+            "not divided by sqrt(d_h)"),
+    Mistake(DECODE, "scores divided by sqrt(D)", lambda: check_decode_step_function(_decoder(scale="D")),
+            "you divided the scores by sqrt(D)"),
+    Mistake(DECODE, "scores divided by d_h", lambda: check_decode_step_function(_decoder(scale="d_h plain")),
+            "divide by its square root"),
+    Mistake(DECODE, "the lesson's d_h = 32 written in", lambda: check_decode_step_function(_d_h_written_in),
+            "the lesson's d_h written in"),
+    Mistake(DECODE, "no LayerNorm 1", lambda: check_decode_step_function(_decoder(norm1=False)),
+            "the attention read the raw stream"),
+    Mistake(DECODE, "softmax over the query axis", lambda: check_decode_step_function(_decoder(query_softmax=True)),
+            "your softmax ran over the query axis"),
+    Mistake(DECODE, "key/value heads tiled", lambda: check_decode_step_function(_decoder(repeat="tile")),
+            "the key/value heads were tiled"),
+    Mistake(DECODE, "key/value heads not repeated", lambda: check_decode_step_function(_decoder(repeat="none")),
+            "repeat them"),
+    Mistake(DECODE, "attention output replaces the stream",
+            lambda: check_decode_step_function(_decoder(attention_residual=False)),
+            "the heads' output replaced the stream"),
+    Mistake(DECODE, "feed-forward output replaces the stream",
+            lambda: check_decode_step_function(_decoder(ffn_residual=False)),
+            "the feed-forward's output replaced the stream"),
+    Mistake(DECODE, "parallel feed-forward", lambda: check_decode_step_function(_decoder(parallel=True)),
+            "the feed-forward read the stream from before the heads wrote to it"),
+    Mistake(DECODE, "no final LayerNorm", lambda: check_decode_step_function(_decoder(final_norm=False)),
+            "the final LayerNorm is missing"),
+    Mistake(DECODE, "probabilities returned", lambda: check_decode_step_function(_decoder(output="probabilities")),
+            "you returned probabilities"),
+    Mistake(DECODE, "logits (1, 1, V) returned", lambda: check_decode_step_function(_decoder(output="batched")),
+            "return the new position's logits as (V,)"),
+]
+DECODE_RIGHT = [
+    RightAnswer(DECODE, "attend does the attention", lambda: check_decode_step_function(_decoder())),
+    RightAnswer(DECODE, "attention written out, heads repeated",
+                lambda: check_decode_step_function(_written_out)),
+]
+
+
+def _written_out(model: Any, token: int, cache: KVCache) -> Any:
+    """The step with attention written out (np.repeat for the key/value heads) instead of ``attend``."""
+    t = len(cache)
+    x = model.token_embedding[[[token]]] + model.position_embedding[t : t + 1]
+    for i, block in enumerate(model.blocks):
+        a = block.attention
+        z = block_numpy.layer_norm(x, block.norm1_gain, block.norm1_bias)
+        k, v = cache.append(i, mha_numpy.split_heads(z @ a.wk, a.kv_heads), mha_numpy.split_heads(z @ a.wv, a.kv_heads))
+        k, v = np.repeat(k, a.group_size, axis=1), np.repeat(v, a.group_size, axis=1)
+        q = mha_numpy.split_heads(z @ a.wq, a.heads)
+        w = mha_numpy.softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(a.head_width))
+        x = x + mha_numpy.merge_heads(w @ v) @ a.wo
+        x = x + block.ffn(x)
+    return (block_numpy.layer_norm(x, model.norm_f_gain, model.norm_f_bias) @ model.unembedding)[0, 0]
+
+
+# ---- Your turn 2: the previous-character score -----------------------------------------------------
+def _pairs(w: Floats, back: int = 1, first: int = 1) -> Floats:
+    t = np.arange(first, w.shape[-1])
+    picked: Floats = w[:, :, t, t - back]
+    return picked
+
+
+def _right_previous(w: Floats) -> Floats:
+    score: Floats = _pairs(w).mean(axis=(0, 2))
+    return score
+
+
+def _hard_coded_previous(w: Floats) -> Floats:
+    t = np.arange(1, 256)
+    return w[:, :, t, t - 1].mean(axis=(0, 2))  # type: ignore[no-any-return]
+
+
+def _library_previous(w: Floats) -> Floats:
+    targets = np.broadcast_to(np.arange(w.shape[-1]) - 1, w.shape[:1] + w.shape[-1:])
+    return shakespeare.target_score(w, np.where(targets >= 0, targets, -1))
+
+
+PREVIOUS = "10 YT2 previous score"
+PREVIOUS_ROWS = [
+    Mistake(PREVIOUS, "calls shakespeare.target_score", lambda: check_previous_score_function(_library_previous),
+            "your function calls the library's target_score"),
+    Mistake(PREVIOUS, "query 0 included",
+            lambda: check_previous_score_function(lambda w: _pairs(w, 1, 0).mean(axis=(0, 2))), "you included query 0"),
+    Mistake(PREVIOUS, "the character itself", lambda: check_previous_score_function(
+        lambda w: np.diagonal(w, axis1=2, axis2=3).mean(axis=(0, 2))), "the weight on the character itself"),
+    Mistake(PREVIOUS, "the key after the query", lambda: check_previous_score_function(
+        lambda w: np.diagonal(w, offset=1, axis1=2, axis2=3).mean(axis=(0, 2))), "every score is 0"),
+    Mistake(PREVIOUS, "query and key axes swapped", lambda: check_previous_score_function(
+        lambda w: np.swapaxes(w, 2, 3)[:, :, np.arange(1, w.shape[-1]), np.arange(w.shape[-1] - 1)].mean(axis=(0, 2))),
+        "or the query and key axes swapped"),
+    Mistake(PREVIOUS, "two characters back", lambda: check_previous_score_function(
+        lambda w: _pairs(w, 2, 2).mean(axis=(0, 2))), "two characters back"),
+    Mistake(PREVIOUS, "whole block below the diagonal", lambda: check_previous_score_function(
+        lambda w: w[:, :, 1:, :-1].mean(axis=(0, 2, 3))), "you averaged the whole block"),
+    Mistake(PREVIOUS, "sum over the queries", lambda: check_previous_score_function(
+        lambda w: _pairs(w).sum(axis=2).mean(axis=0)), "you summed over the queries"),
+    Mistake(PREVIOUS, "sum over the batch", lambda: check_previous_score_function(
+        lambda w: _pairs(w).mean(axis=2).sum(axis=0)), "you summed over the batch"),
+    Mistake(PREVIOUS, "largest weight", lambda: check_previous_score_function(lambda w: _pairs(w).max(axis=(0, 2))),
+            "you took the largest weight"),
+    Mistake(PREVIOUS, "one score per query", lambda: check_previous_score_function(lambda w: _pairs(w).mean(axis=0)),
+            "one score per query"),
+    Mistake(PREVIOUS, "one score per sequence", lambda: check_previous_score_function(lambda w: _pairs(w).mean(axis=2)),
+            "one score per sequence and head"),
+    Mistake(PREVIOUS, "averaged over the heads", lambda: check_previous_score_function(
+        lambda w: _pairs(w).mean(axis=(1, 2))), "you averaged over the heads"),
+    Mistake(PREVIOUS, "one number", lambda: check_previous_score_function(lambda w: float(_pairs(w).mean())),
+            "one number for every head"),
+    Mistake(PREVIOUS, "T = 256 written in", lambda: check_previous_score_function(_hard_coded_previous),
+            "it has the lesson's 256 written in"),
+]
+PREVIOUS_RIGHT = [
+    RightAnswer(PREVIOUS, "fancy indexing", lambda: check_previous_score_function(_right_previous)),
+    RightAnswer(PREVIOUS, "np.diagonal offset -1", lambda: check_previous_score_function(
+        lambda w: np.diagonal(w, offset=-1, axis1=2, axis2=3).mean(axis=(0, 2)))),
+    RightAnswer(PREVIOUS, "a loop over queries", lambda: check_previous_score_function(
+        lambda w: np.mean([w[:, :, t, t - 1].mean(axis=0) for t in range(1, w.shape[-1])], axis=0))),
+]
+
+
+# ---- Your turn 3: the last break ---------------------------------------------------------------------
+def _breaks(text: str, chars: str = " \n", strict: bool = False, none: int = -1) -> list[int]:
+    out, last = [], none
+    for t, ch in enumerate(text):
+        if strict:
+            out.append(last)
+        if ch in chars:
+            last = t
+        if not strict:
+            out.append(last)
+    return out
+
+
+def _vectorised(text: str) -> NDArray[np.int64]:
+    is_break = np.array([ch in " \n" for ch in text])
+    found: NDArray[np.int64] = np.maximum.accumulate(np.where(is_break, np.arange(len(text)), -1))
+    return found
+
+
+def _library_break(text: str) -> Any:
+    vocabulary = shakespeare.Vocabulary.from_text(text)
+    return shakespeare.last_break(vocabulary.encode(text)[None], vocabulary)[0]
+
+
+def _next(text: str) -> list[int]:
+    return [next((s for s in range(t, len(text)) if text[s] in " \n"), -1) for t in range(len(text))]
+
+
+BREAK = "10 YT3 last break"
+BREAK_ROWS = [
+    Mistake(BREAK, "calls shakespeare.last_break", lambda: check_last_break_function(_library_break),
+            "your function calls the library's last_break"),
+    Mistake(BREAK, "strictly before t", lambda: check_last_break_function(lambda s: _breaks(s, strict=True)),
+            "a space or newline is its own last break"),
+    Mistake(BREAK, "spaces only", lambda: check_last_break_function(lambda s: _breaks(s, " ")),
+            "a newline ends a word too"),
+    Mistake(BREAK, "newlines only", lambda: check_last_break_function(lambda s: _breaks(s, "\n")),
+            "a space ends a word too"),
+    Mistake(BREAK, "0 before the first break", lambda: check_last_break_function(lambda s: _breaks(s, none=0)),
+            "use -1 there, not 0"),
+    Mistake(BREAK, "word start (break + 1)", lambda: check_last_break_function(
+        lambda s: [b + 1 if b >= 0 else -1 for b in _breaks(s)]), "you returned the first character of the word"),
+    Mistake(BREAK, "the next break", lambda: check_last_break_function(_next), "you looked ahead"),
+    Mistake(BREAK, "distance back", lambda: check_last_break_function(
+        lambda s: [t - b if b >= 0 else -1 for t, b in enumerate(_breaks(s))]), "you returned how far back"),
+    Mistake(BREAK, "where the breaks are", lambda: check_last_break_function(
+        lambda s: np.array([ch in " \n" for ch in s])), "you returned where the breaks are"),
+    Mistake(BREAK, "floats", lambda: check_last_break_function(lambda s: np.array(_breaks(s), dtype=float)),
+            "right numbers, but as floats"),
+    Mistake(BREAK, "one entry short", lambda: check_last_break_function(lambda s: _breaks(s)[1:]),
+            "one position per character"),
+]
+BREAK_RIGHT = [
+    RightAnswer(BREAK, "a loop, a list", lambda: check_last_break_function(_breaks)),
+    RightAnswer(BREAK, "np.maximum.accumulate", lambda: check_last_break_function(_vectorised)),
+    RightAnswer(BREAK, "rfind per position", lambda: check_last_break_function(
+        lambda s: np.array([max(s.rfind(" ", 0, t + 1), s.rfind("\n", 0, t + 1)) for t in range(len(s))]))),
+]
+
+
+# ---- Your turn 4: bits per character ---------------------------------------------------------------
+BITS = "10 YT4 bits"
+BITS_ROWS = [
+    Mistake(BITS, "times ln 2", lambda: check_bits_function(lambda n: n * math.log(2)), "you multiplied by ln 2"),
+    Mistake(BITS, "divided by ln 10", lambda: check_bits_function(lambda n: n / math.log(10)),
+            "you divided by ln 10"),
+    Mistake(BITS, "log2 of the loss", lambda: check_bits_function(lambda n: np.log2(n)),
+            "you took log2 of the loss"),
+    Mistake(BITS, "2 ** loss", lambda: check_bits_function(lambda n: 2**n), "is a perplexity"),
+    Mistake(BITS, "e ** loss", lambda: check_bits_function(lambda n: np.exp(n)), "is the perplexity"),
+    Mistake(BITS, "halved", lambda: check_bits_function(lambda n: n / 2), "you halved the loss"),
+    Mistake(BITS, "ln 2 rounded", lambda: check_bits_function(lambda n: n / 0.69), "ln 2 was rounded"),
+    Mistake(BITS, "as if base 10", lambda: check_bits_function(lambda n: n * math.log2(10)),
+            "as if the loss were in base-10 digits"),
+    Mistake(BITS, "one number for an array", lambda: check_bits_function(lambda n: float(np.mean(n)) / math.log(2)),
+            "return one of the same shape"),
+    Mistake(BITS, "float32 for a float64 array", lambda: check_bits_function(
+        lambda n: (np.asarray(n) / math.log(2)).astype(np.float32) if isinstance(n, np.ndarray) else n / math.log(2)),
+        "keep the input's dtype"),
+]
+BITS_RIGHT = [
+    RightAnswer(BITS, "nats / ln 2", lambda: check_bits_function(lambda n: n / math.log(2))),
+    RightAnswer(BITS, "nats * log2(e)", lambda: check_bits_function(lambda n: n * math.log2(math.e))),
+    RightAnswer(BITS, "nats / np.log(2)", lambda: check_bits_function(lambda n: n / np.log(2))),
+]
+
+MISTAKES = DECODE_ROWS + PREVIOUS_ROWS + BREAK_ROWS + BITS_ROWS
+RIGHT_ANSWERS = DECODE_RIGHT + PREVIOUS_RIGHT + BREAK_RIGHT + BITS_RIGHT
+
+
+@pytest.mark.parametrize("row", MISTAKES, ids=row_id)
+def test_typical_mistake_is_diagnosed(row: Mistake) -> None:
+    assert_diagnosed(row)
+
+
+@pytest.mark.parametrize("row", RIGHT_ANSWERS, ids=row_id)
+def test_right_answer_is_accepted(row: RightAnswer) -> None:
+    assert_accepted(row)

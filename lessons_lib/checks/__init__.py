@@ -2,8 +2,8 @@
 
 The checkers live in ``lessons_lib.checks.<topic>`` (``one_head``, ``splitting_into_heads``,
 ``concatenate_and_project``, ``matching_pytorch``, ``inspecting_heads``, ``grouped_query_attention``,
-``latent_attention``, ``efficient_attention``, ``heads_at_work``); each returns a `Verdict` that
-explains a wrong answer. They share:
+``latent_attention``, ``efficient_attention``, ``heads_at_work``, ``real_model_heads``); each
+returns a `Verdict` that explains a wrong answer. They share:
 
 - answer readers that never raise: `array_answer`, `number_answer`, `int_answer`,
   `int_array_answer` and `mask_answer` return the learner's value, or a failed `Verdict` saying

@@ -6,8 +6,9 @@ flow), ``head_split`` (02: the split and the direct reshape's scrambled assignme
 conventions), ``attention_maps`` (05: per-head heatmaps, column blocks, split layouts),
 ``cache_charts`` (06: KV-cache charts, growth while decoding, which query heads share a K/V head),
 ``latent_flow`` (07: the MLA data flow), ``tiling`` (08: the tiles a tiled pass visits),
-``residual_stream`` (09: the block on its residual stream) and ``induction_maps`` (09: the induction
-model's loss, heads, ablation and composition, and the widget's panels).
+``residual_stream`` (09: the block on its residual stream), ``induction_maps`` (09: the induction
+model's loss, heads, ablation and composition, and the widget's panels) and ``text_maps`` (10: the
+Shakespeare model's heads on real text, with characters on the axes, and its ablation chart).
 
 Crisp on HiDPI screens: imported inside IPython (a notebook kernel), this package switches the inline
 backend to its ``retina`` format, so every figure a lesson shows is a PNG with ``PIXEL_DENSITY`` (2)

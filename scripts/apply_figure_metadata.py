@@ -121,6 +121,16 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "Bars of the induction heads' induction scores when the layer 0 previous-token head's write is intact "
         "and when it is hidden from their keys, queries or values, one group of bars per condition."
     ),
+    ("10", "plot_text_maps("): (
+        "Four attention heatmaps of the Shakespeare model on a line from Hamlet, the line's characters on both "
+        "axes (spaces shown as open boxes), one for each head with the best previous-character, word-start, "
+        "last-break and repeat score, each titled with its layer and head."
+    ),
+    ("10", "plot_ablation("): (
+        "Left, a grid of the validation loss added by zeroing each of the 16 heads, rows for the four layers and "
+        "columns for the heads, each cell labelled with its value; right, horizontal bars of the loss added by "
+        "zeroing each layer's whole attention."
+    ),
 }
 PLOT_CALL = re.compile(r"\.plot_\w+\(")
 

@@ -185,7 +185,9 @@ def _check_arrays(arrays: Any, config: Any) -> None:
     shapes = array_shapes(config)
     wrong = sorted(n for n, shape in shapes.items() if n not in arrays or np.shape(arrays[n]) != shape)
     if wrong:
-        raise ValueError(f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}")
+        raise ValueError(
+            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
+        )
 
 
 def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens: Tensor) -> Tensor:

@@ -85,6 +85,20 @@ def _whole_pass_step(model: Any, token: int, cache: KVCache) -> Any:
     return shakespeare.run(model, ids)[0][0, -1]
 
 
+def _masked_step(model: Any, token: int, cache: KVCache) -> Any:
+    """The step with a top-left causal mask ``np.tril(ones((1, S)))``: the one query is taken for position 0."""
+    t = len(cache)
+    x = model.token_embedding[[[token]]] + model.position_embedding[t : t + 1]
+    for i, block in enumerate(model.blocks):
+        a = block.attention
+        z = block_numpy.layer_norm(x, block.norm1_gain, block.norm1_bias)
+        k, v = cache.append(i, mha_numpy.split_heads(z @ a.wk, a.kv_heads), mha_numpy.split_heads(z @ a.wv, a.kv_heads))
+        out, _ = a.attend(z, k, v, allowed=np.tril(np.ones((1, k.shape[2]), dtype=bool)))
+        x = x + out
+        x = x + block.ffn(x)
+    return (block_numpy.layer_norm(x, model.norm_f_gain, model.norm_f_bias) @ model.unembedding)[0, 0]
+
+
 def _d_h_written_in(model: Any, token: int, cache: KVCache) -> Any:
     return _decoder(scale="32")(model, token, cache)
 
@@ -101,6 +115,8 @@ DECODE_ROWS = [
             "your positions are one too far"),
     Mistake(DECODE, "nothing appended to the cache", lambda: check_decode_step_function(_decoder(append=False)),
             "append the new position's keys and values to it in every layer"),
+    Mistake(DECODE, "a top-left (1, S) mask for the one query", lambda: check_decode_step_function(_masked_step),
+            "the new position read only position 0"),
     Mistake(DECODE, "scores not scaled", lambda: check_decode_step_function(_decoder(scale="none")),
             "not divided by sqrt(d_h)"),
     Mistake(DECODE, "scores divided by sqrt(D)", lambda: check_decode_step_function(_decoder(scale="D")),

@@ -369,8 +369,9 @@ def _decode_variant(model: ShakespeareModel, ids: NDArray[np.int64], variant: st
             q = (z @ a.wq).reshape(c.heads, d)  # (h, d_h)
             keys[i].append((z @ a.wk).reshape(c.kv_heads, d))
             values[i].append((z @ a.wv).reshape(c.kv_heads, d))
-            k = np.stack(keys[i][-1:] if variant == "no cache" else keys[i], axis=1)  # (h_kv, S, d_h)
-            v = np.stack(values[i][-1:] if variant == "no cache" else values[i], axis=1)
+            seen = {"no cache": slice(-1, None), "first only": slice(0, 1)}.get(variant, slice(None))
+            k = np.stack(keys[i][seen], axis=1)  # (h_kv, S, d_h): the positions the new one reads
+            v = np.stack(values[i][seen], axis=1)
             if variant == "tiled":
                 k, v = np.tile(k, (g, 1, 1)), np.tile(v, (g, 1, 1))  # head i reads kv head i % h_kv
             else:
@@ -397,6 +398,9 @@ DECODE_MISTAKES = {
                       "anything is appended (after layer 0's append it is one more)",
     "no cache": "the new position attended only to itself: append its keys and values to the cache and attend to "
                 "everything cache.append returns (the earlier positions too)",
+    "first only": "the new position read only position 0: a top-left causal mask (np.tril of a (1, S) array) puts "
+                  "the one query at position 0; the new position is the last one and may read every cached "
+                  "position: pass no mask (or mha_numpy.causal_mask(1, S), which puts the query last)",
     "no scale": "the scores are not divided by sqrt(d_h) (lesson 01): q . k / sqrt(d_h)",
     "scale sqrt(D)": "you divided the scores by sqrt(D): a head's scores are divided by sqrt(d_h), d_h = D / h",
     "scale d_h": "you divided the scores by d_h: divide by its square root, sqrt(d_h)",
@@ -430,7 +434,8 @@ def check_decode_step_function(function: Any) -> Verdict:
     text so far. Recognises: a call of the library's decoding or forward pass, position 0 (or one
     too far) for the new token, nothing appended (the cache is empty afterwards), attention to the new
     position only, the scores not scaled (or by ``sqrt(D)``, ``d_h``, the lesson's ``sqrt(32)``), no
-    LayerNorm 1, a softmax over the query axis, tiled key/value heads, no repeat for ``h_kv < h`` (a
+    LayerNorm 1, a top-left mask that lets it read position 0 only, a softmax over the
+    query axis, tiled key/value heads, no repeat for ``h_kv < h`` (a
     shape error), a residual missing, the parallel feed-forward, no final LayerNorm, probabilities
     instead of logits, and logits of shape ``(1, 1, V)``.
     """

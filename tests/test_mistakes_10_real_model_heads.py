@@ -199,6 +199,8 @@ PREVIOUS_ROWS = [
             "your function calls the library's target_score"),
     Mistake(PREVIOUS, "query 0 included",
             lambda: check_previous_score_function(lambda w: _pairs(w, 1, 0).mean(axis=(0, 2))), "you included query 0"),
+    Mistake(PREVIOUS, "trace divided by T", lambda: check_previous_score_function(
+        lambda w: np.trace(w, offset=-1, axis1=2, axis2=3).mean(axis=0) / w.shape[-1]), "or divided"),
     Mistake(PREVIOUS, "the character itself", lambda: check_previous_score_function(
         lambda w: np.diagonal(w, axis1=2, axis2=3).mean(axis=(0, 2))), "the weight on the character itself"),
     Mistake(PREVIOUS, "the key after the query", lambda: check_previous_score_function(

@@ -186,8 +186,8 @@ def check_previous_score_function(function: Any) -> Verdict:
         paired = weights[:, :, t, t - 1]  # (B, h, T - 1)
         mistake = first_match(got, [
             (_offset_mean(weights, 1, 0), "you included query 0, which has no previous character (its key t - 1 = "
-                                          "-1 is the LAST position in NumPy, where causal weights are 0): score the "
-                                          "queries t = 1 .. T-1"),
+                                          "-1 is the LAST position in NumPy, where causal weights are 0), or divided "
+                                          "the T - 1 pairs' sum by T: average over the queries t = 1 .. T-1 only"),
             (_offset_mean(weights, 0, 0), "that is the weight on the character itself (s = t): the previous "
                                           "character is s = t - 1"),
             (_offset_mean(weights, 0, 1), "that is the weight on the character itself (s = t): the previous "

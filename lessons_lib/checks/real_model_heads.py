@@ -444,8 +444,9 @@ def check_decode_step_function(function: Any) -> Verdict:
     instead of logits, and logits of shape ``(1, 1, V)``.
     """
     question = "cached decoding step"
-    borrowed = forbidden_call(question, function, *DECODE_NAMES) or forbidden_call(
-        question, function, *WHOLE_PASS, why=WHOLE_PASS_WHY)
+    borrowed = forbidden_call(question, function, *DECODE_NAMES)
+    if borrowed is None:  # a Verdict is falsy when not ok: no `or` between the two
+        borrowed = forbidden_call(question, function, *WHOLE_PASS, why=WHOLE_PASS_WHY)
     if borrowed is not None:
         return borrowed
     for trial, sizes in enumerate(DECODE_SIZES):

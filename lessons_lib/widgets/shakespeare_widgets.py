@@ -1,0 +1,285 @@
+"""Lesson 10 widget: type a piece of text, pick a layer and a head of the Shakespeare model, and see
+where that head looks and which character the model expects next.
+
+A thin `LessonWidget` subclass (see `lessons_lib.widgets.base` for the shared interface:
+``.controls``, ``.data``, ``.ui``): the numbers come from `lessons_lib.shakespeare` (one forward pass
+per text, kept, so a change of layer or head only reads another map), the map is drawn with
+`lessons_lib.plotting.attention_maps`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.colors import PowerNorm
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+from numpy.typing import NDArray
+
+from lessons_lib import shakespeare
+from lessons_lib.plotting import MIN_FONT_POINTS
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
+from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
+from lessons_lib.widgets.base import LessonWidget
+
+__all__ = ["DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
+
+# Hamlet, Act III, Scene 1: a play the model never trained on. The last "To sl" follows "to sleep"
+# twice, so a head that copies from an earlier match has something to find.
+DEFAULT_TEXT = (
+    "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
+    "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"
+    "Devoutly to be wish'd. To die,--to sleep;--\nTo sl"
+)
+SHOWN = 48  # the map shows at most the last SHOWN characters (queries and keys)
+TOP = 10  # the likeliest next characters drawn as bars
+FONT_SIZE = MIN_FONT_POINTS  # every text of the picture, in points
+MONO = "DejaVu Sans Mono"  # one width for every character: the axis reads as the text does
+GLYPHS = {" ": "\u00b7", "\n": "\u23ce"}  # a space and a newline, made visible: "·" and "⏎"
+# The least distance between two character labels, in points: across, a monospaced character's width
+# (0.6 em) and a little; down, a 9 pt line. Where cells are closer, every 2nd (or 4th) one is labelled.
+ACROSS_PITCH = 0.62 * FONT_SIZE
+DOWN_PITCH = 1.15 * FONT_SIZE
+KEPT_RUNS = 8  # forward passes kept (the most recent texts), and pictures' backgrounds
+
+
+def visible(text: str) -> str:
+    """``text`` with its spaces and newlines shown as "·" and "⏎" (for labels and readouts)."""
+    return "".join(GLYPHS.get(ch, ch) for ch in text)
+
+
+def _describe(ch: str) -> str:
+    """A character the model lacks, named so it can be found: ``'’' (U+2019)``, ``tab (U+0009)``."""
+    names = {"\t": "tab", "\r": "carriage return", "\u00a0": "no-break space"}
+    shown = names.get(ch, repr(ch) if ch.isprintable() else "an invisible character")
+    return f"{shown} (U+{ord(ch):04X})"
+
+
+def read_text(text: str, vocabulary: Vocabulary, most: int) -> NDArray[np.int64]:
+    """``text`` -> its ``(T,)`` character ids, ``1 <= T <= most``; ``ValueError`` naming what is wrong.
+
+    Windows line ends (``"\\r\\n"``, as pasted from some editors) are read as newlines."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    text = text.replace("\r\n", "\n")
+    if not text:
+        raise ValueError("the text is empty: type at least one character")
+    unknown = sorted(set(text) - set(vocabulary.chars))
+    if unknown:
+        listed = ", ".join(_describe(ch) for ch in unknown[:4]) + (f" and {len(unknown) - 4} more" if len(unknown) > 4 else "")
+        others = "".join(ch for ch in vocabulary.chars if not ch.isalnum() and ch not in GLYPHS)
+        raise ValueError(
+            f"the model has no character {listed}: it knows {len(vocabulary)} characters, the letters, digits, "
+            f"space, newline and {others}"
+        )
+    if len(text) > most:
+        raise ValueError(f"the text has {len(text)} characters; the model reads at most T_max = {most}")
+    return vocabulary.encode(text)
+
+
+def _run(model: ShakespeareModel, ids: NDArray[np.int64]) -> tuple[NDArray[np.float64], list[NDArray[Any]]]:
+    """One forward pass: the next-character probabilities ``(V,)`` after the last character, and each
+    layer's weights ``(h, T, T)``."""
+    logits, weights = shakespeare.run(model, ids[None])
+    last = logits[0, -1].astype(np.float64)
+    p = np.exp(last - last.max())
+    return p / p.sum(), [w[0] for w in weights]
+
+
+def next_character_view(
+    probabilities: NDArray[np.float64], weights: NDArray[Any], text: str, shown: int = SHOWN, top: int = TOP
+) -> dict[str, Any]:
+    """What the widget shows for one head, from the model's next-character ``probabilities (V,)`` (in
+    vocabulary order), that head's ``weights (T, T)`` on ``text`` (``T`` characters) and its vocabulary.
+
+    ``start`` the first position on the map (the map shows positions ``start .. T-1``, at most
+    ``shown`` of them); ``map`` those queries' weights on those keys; ``hidden_weight`` the weight the
+    last character puts on the ``start`` characters before the map; ``strongest`` the position the
+    last character weighs most and ``strongest_weight`` that weight.
+    """
+    T = len(text)
+    if weights.shape != (T, T):
+        raise ValueError(f"weights must be one head's (T, T) = {(T, T)} for the text, got {weights.shape}")
+    start = max(T - shown, 0)
+    last = weights[-1]
+    order = np.argsort(-probabilities, kind="stable")[:top]
+    return {
+        "start": start,
+        "map": np.asarray(weights[start:, start:], dtype=np.float64),
+        "labels": [visible(ch) for ch in text[start:]],
+        "hidden_weight": float(last[:start].sum()),
+        "strongest": int(last.argmax()),
+        "strongest_weight": float(last.max()),
+        "top_ids": order.tolist(),
+        "top_probabilities": probabilities[order],
+    }
+
+
+class TextExplorer(LessonWidget):
+    """Type a text, pick a layer and a head: that head's attention over the text's last characters,
+    and the model's next-character prediction after the last one.
+
+    Controls: ``text`` (a text box: any of the model's characters, newlines included, at most
+    ``T_max``; the picture follows when the box loses focus), ``layer`` and ``head``. ``.data`` holds
+    those values and ``error`` (why the box could not be read, else ``None``: the picture keeps the last
+    good text), ``characters`` (the text shown), ``ids``, every key of `next_character_view`,
+    ``probabilities (V,)``, ``top_characters`` (visible glyphs), ``likeliest`` and
+    ``likeliest_probability``, the map's ``title`` and the ``readout``.
+    """
+
+    def __init__(
+        self, model: ShakespeareModel | None = None, text: str | None = None, layer: int = 0, head: int = 0
+    ) -> None:
+        self.model = shakespeare.load_model() if model is None else model
+        if not isinstance(self.model, ShakespeareModel):
+            raise TypeError(f"model must be a ShakespeareModel from shakespeare.load_model(), got {type(self.model).__name__}")
+        c = self.model.config
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer not in range(c.layers) \
+                or isinstance(head, bool) or not isinstance(head, (int, np.integer)) or head not in range(c.heads):
+            raise ValueError(
+                f"layer must be in 0 .. {c.layers - 1} and head in 0 .. {c.heads - 1}, got {layer!r}, {head!r}"
+            )
+        text = DEFAULT_TEXT if text is None else text
+        self._ids = read_text(text, self.model.vocabulary, c.context)  # a bad starting text is refused here
+        self._characters = text.replace("\r\n", "\n")
+        self._runs: OrderedDict[str, tuple[NDArray[np.float64], list[NDArray[Any]]]] = OrderedDict()
+        controls = {
+            "text": widgets.Textarea(
+                value=text, continuous_update=False, rows=4, description=f"text (at most {c.context} characters)",
+                layout=widgets.Layout(width="58em", max_width="100%"),
+            ),
+            "layer": widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.layers)], value=int(layer),
+                                      description="layer"),
+            "head": widgets.Dropdown(options=[(f"head {j}", j) for j in range(c.heads)], value=int(head),
+                                     description="head"),
+        }
+        super().__init__(controls, size=(9.25, 4.8), rows=[["text"], ["layer", "head"]])
+
+    # ----- numbers -------------------------------------------------------------------------------
+    def _forward(self, characters: str) -> tuple[NDArray[np.float64], list[NDArray[Any]]]:
+        """The forward pass on ``characters``, run once per text and kept for the `KEPT_RUNS` latest."""
+        kept = self._runs.pop(characters, None)
+        if kept is None:
+            kept = _run(self.model, self._ids)
+        self._runs[characters] = kept
+        while len(self._runs) > KEPT_RUNS:
+            self._runs.popitem(last=False)
+        return kept
+
+    def _compute(self) -> dict[str, Any]:
+        c = self.model.config
+        values = {name: control.value for name, control in self.controls.items()}
+        error = None
+        try:
+            self._ids = read_text(values["text"], self.model.vocabulary, c.context)
+            self._characters = values["text"].replace("\r\n", "\n")
+        except (TypeError, ValueError) as problem:
+            error = f"Could not read the text: {problem}. Still showing the last text the model could read."
+        characters, layer, head = self._characters, int(values["layer"]), int(values["head"])
+        probabilities, weights = self._forward(characters)
+        view = next_character_view(probabilities, weights[layer][head], characters)
+        chars = self.model.vocabulary.chars
+        top = [visible(chars[i]) for i in view["top_ids"]]
+        T, start = len(characters), view["start"]
+        tail = visible(characters[-20:])
+        strongest = view["strongest"]
+        back = T - 1 - strongest
+        where = "itself" if back == 0 else f"{back} character{'s' if back > 1 else ''} back"
+        hidden = (f" The map shows the last {T - start} of {T} characters; the last one puts {view['hidden_weight']:.2f} "
+                  f"of its weight on the {start} before them." if start else "")
+        then = ", ".join(f"'{g}' {p:.2f}" for g, p in zip(top[1:4], view["top_probabilities"][1:4], strict=False))
+        readout = (
+            f"After '{'…' if T > 20 else ''}{tail}' the likeliest next character is '{top[0]}' "
+            f"(p = {view['top_probabilities'][0]:.2f}; then {then}). Layer {layer}, head {head}: the last character "
+            f"puts its largest weight, {view['strongest_weight']:.2f}, on '{visible(characters[strongest])}' "
+            f"({where}).{hidden}"
+        )
+        return {
+            **values, "error": error, "characters": characters, "ids": self._ids.tolist(), **view,
+            "probabilities": probabilities, "top_characters": top, "likeliest": chars[view["top_ids"][0]],
+            "likeliest_probability": float(view["top_probabilities"][0]),
+            "title": f"layer {layer}, head {head}", "readout": readout,
+        }
+
+    # ----- picture -------------------------------------------------------------------------------
+    def _build(self) -> list[Artist]:
+        fig = self.figure
+        map_ax = fig.add_axes((0.075, 0.12, 0.43, 0.8))
+        bars_ax = fig.add_axes((0.68, 0.12, 0.29, 0.8))
+        self._map_ax, self._bars_ax = map_ax, bars_ax
+        labels = self.data["labels"]
+        self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
+        # Over a long text a head's weights are small: a square-root colour scale (fixed, 0 to 1) keeps
+        # weights of 0.05 visible without hiding which weights are large.
+        self._map.set_norm(PowerNorm(0.5, vmin=0.0, vmax=1.0))
+        map_ax.tick_params(which="both", length=2, labelsize=FONT_SIZE, labelfontfamily=MONO)
+        add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)", gap=0.008, width=0.012,
+                     ticks=[0, 0.05, 0.2, 0.5, 1])
+        map_ax.apply_aspect()
+        side = map_ax.get_position().height * fig.get_figheight() * 72  # the square map's side, in points
+        self._map_side = side
+        bars_ax.set_xlim(0, 1)
+        bars_ax.set_xlabel("probability", fontsize=FONT_SIZE)
+        bars_ax.tick_params(axis="x", labelsize=FONT_SIZE)
+        bars_ax.tick_params(axis="y", length=0, labelsize=FONT_SIZE + 1, labelfontfamily=MONO)
+        bars_ax.set_ylim(TOP - 0.5, -0.5)  # the likeliest on top
+        for spine in ("top", "right"):
+            bars_ax.spines[spine].set_visible(False)
+        self._bars: list[Rectangle] = []
+        self._values: list[Text] = []
+        self._length = 0
+        return [self._map, map_ax.title]
+
+    def _picture_key(self) -> Hashable:
+        return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
+
+    def _background_key(self) -> Hashable:
+        return self.data["characters"]  # the character labels and the prediction belong to the background
+
+    def _label_step(self, positions: int, pitch: float) -> int:
+        """Label every position of the map, or every 2nd or 4th where cells are closer than ``pitch``."""
+        return label_step(self._map_side / positions, pitch, (1, 2, 4, 8))
+
+    def _draw_background(self) -> None:
+        """The parts that change only with the text: the map's character labels and the prediction bars."""
+        d = self.data
+        labels, n = d["labels"], len(d["labels"])
+        start = d["start"]
+        for axis, pitch in ((self._map_ax.xaxis, ACROSS_PITCH), (self._map_ax.yaxis, DOWN_PITCH)):
+            step = self._label_step(n, pitch)
+            shown = range((n - 1) % step, n, step)  # the last character always labelled
+            axis.set_ticks(shown, [labels[i] for i in shown])
+            axis.set_ticks(range(n) if step > 1 else [], minor=True)
+        span = f" (characters {start}-{start + n - 1} of {start + n})" if start else ""
+        self._map_ax.set_xlabel(f"key{span}", fontsize=FONT_SIZE)
+        self._map_ax.set_ylabel(f"query{span}", fontsize=FONT_SIZE)
+        for artist in [*self._bars, *self._values]:
+            artist.remove()
+        probabilities = d["top_probabilities"]
+        rows = np.arange(len(probabilities))
+        self._bars = list(self._bars_ax.barh(rows, probabilities, height=0.7, color="#3b6ea8"))
+        self._values = [self._bars_ax.text(p + 0.02, k, f"{p:.2f}", va="center", fontsize=FONT_SIZE)
+                        for k, p in zip(rows, probabilities, strict=True)]
+        self._bars_ax.set_yticks(rows, d["top_characters"])
+        self._bars_ax.set_title(f"next character after '{visible(d['characters'][-12:])}'", fontsize=FONT_SIZE,
+                                fontfamily=MONO)
+        while len(self._backgrounds) >= KEPT_RUNS:  # a picture's background is a few MB: keep the latest only
+            self._backgrounds.pop(next(iter(self._backgrounds)))
+
+    def _draw(self) -> None:
+        d = self.data
+        n = len(d["labels"])
+        if n != self._length:  # the axes' lengths place the image: set them whenever the length changes
+            self._map.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+            self._map_ax.set_xlim(-0.5, n - 0.5)
+            self._map_ax.set_ylim(n - 0.5, -0.5)
+            self._length = n
+        if self._background_key() not in self._backgrounds:
+            self._draw_background()
+        self._map.set_data(d["map"])
+        self._map_ax.set_title(d["title"], fontsize=FONT_SIZE)

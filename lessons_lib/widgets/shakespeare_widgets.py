@@ -54,7 +54,7 @@ def visible(text: str) -> str:
 
 
 def _describe(ch: str) -> str:
-    """A character the model lacks, named so it can be found: ``'’' (U+2019)``, ``tab (U+0009)``."""
+    """A character the model lacks, named so it can be found: ``'é' (U+00E9)``, ``tab (U+0009)``."""
     names = {"\t": "tab", "\r": "carriage return", "\u00a0": "no-break space"}
     shown = names.get(ch, repr(ch) if ch.isprintable() else "an invisible character")
     return f"{shown} (U+{ord(ch):04X})"
@@ -71,7 +71,8 @@ def read_text(text: str, vocabulary: Vocabulary, most: int) -> NDArray[np.int64]
         raise ValueError("the text is empty: type at least one character")
     unknown = sorted(set(text) - set(vocabulary.chars))
     if unknown:
-        listed = ", ".join(_describe(ch) for ch in unknown[:4]) + (f" and {len(unknown) - 4} more" if len(unknown) > 4 else "")
+        listed = ", ".join(_describe(ch) for ch in unknown[:4])
+        listed += f" and {len(unknown) - 4} more" if len(unknown) > 4 else ""
         others = "".join(ch for ch in vocabulary.chars if not ch.isalnum() and ch not in GLYPHS)
         raise ValueError(
             f"the model has no character {listed}: it knows {len(vocabulary)} characters, the letters, digits, "
@@ -92,7 +93,7 @@ def _run(model: ShakespeareModel, ids: NDArray[np.int64]) -> tuple[NDArray[np.fl
 
 
 def next_character_view(
-    probabilities: NDArray[np.float64], weights: NDArray[Any], text: str, shown: int = SHOWN, top: int = TOP
+    probabilities: NDArray[np.floating[Any]], weights: NDArray[Any], text: str, shown: int = SHOWN, top: int = TOP
 ) -> dict[str, Any]:
     """What the widget shows for one head, from the model's next-character ``probabilities (V,)`` (in
     vocabulary order), that head's ``weights (T, T)`` on ``text`` (``T`` characters) and its vocabulary.
@@ -137,7 +138,8 @@ class TextExplorer(LessonWidget):
     ) -> None:
         self.model = shakespeare.load_model() if model is None else model
         if not isinstance(self.model, ShakespeareModel):
-            raise TypeError(f"model must be a ShakespeareModel from shakespeare.load_model(), got {type(self.model).__name__}")
+            got = type(self.model).__name__
+            raise TypeError(f"model must be a ShakespeareModel from shakespeare.load_model(), got {got}")
         c = self.model.config
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer not in range(c.layers) \
                 or isinstance(head, bool) or not isinstance(head, (int, np.integer)) or head not in range(c.heads):
@@ -190,8 +192,8 @@ class TextExplorer(LessonWidget):
         strongest = view["strongest"]
         back = T - 1 - strongest
         where = "itself" if back == 0 else f"{back} character{'s' if back > 1 else ''} back"
-        hidden = (f" The map shows the last {T - start} of {T} characters; the last one puts {view['hidden_weight']:.2f} "
-                  f"of its weight on the {start} before them." if start else "")
+        hidden = (f" The map shows the last {T - start} of {T} characters; the last one puts "
+                  f"{view['hidden_weight']:.2f} of its weight on the {start} before them." if start else "")
         then = ", ".join(f"'{g}' {p:.2f}" for g, p in zip(top[1:4], view["top_probabilities"][1:4], strict=False))
         readout = (
             f"After '{'…' if T > 20 else ''}{tail}' the likeliest next character is '{top[0]}' "
@@ -239,7 +241,8 @@ class TextExplorer(LessonWidget):
         return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
 
     def _background_key(self) -> Hashable:
-        return self.data["characters"]  # the character labels and the prediction belong to the background
+        characters: str = self.data["characters"]
+        return characters  # the character labels and the prediction belong to the background
 
     def _label_step(self, positions: int, pitch: float) -> int:
         """Label every position of the map, or every 2nd or 4th where cells are closer than ``pitch``."""
@@ -263,8 +266,8 @@ class TextExplorer(LessonWidget):
         probabilities = d["top_probabilities"]
         rows = np.arange(len(probabilities))
         self._bars = list(self._bars_ax.barh(rows, probabilities, height=0.7, color="#3b6ea8"))
-        self._values = [self._bars_ax.text(p + 0.02, k, f"{p:.2f}", va="center", fontsize=FONT_SIZE)
-                        for k, p in zip(rows, probabilities, strict=True)]
+        self._values = [self._bars_ax.text(float(p) + 0.02, k, f"{p:.2f}", va="center", fontsize=FONT_SIZE)
+                        for k, p in enumerate(probabilities)]
         self._bars_ax.set_yticks(rows, d["top_characters"])
         self._bars_ax.set_title(f"next character after '{visible(d['characters'][-12:])}'", fontsize=FONT_SIZE,
                                 fontfamily=MONO)

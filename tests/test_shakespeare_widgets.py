@@ -147,7 +147,7 @@ def test_the_prediction_is_the_models_softmax_at_the_last_position(
         assert f"the likeliest next character is '{visible(d['likeliest'])}' (p = {p[order[0]]:.2f};" in d["readout"]
         bars = [bar.get_width() for bar in explorer._bars]
         np.testing.assert_allclose(bars, d["top_probabilities"])
-        assert [t.get_text() for t in explorer._bars_ax.get_yticklabels()] == d["top_characters"]
+        assert [t.get_text() for t in explorer._choices] == d["top_characters"]
 
 
 def test_layer_and_head_change_the_map_without_running_the_model_again(
@@ -165,7 +165,7 @@ def test_layer_and_head_change_the_map_without_running_the_model_again(
         assert (d["layer"], d["head"]) == (layer, head) and d["title"] == f"layer {layer}, head {head}"
         head_weights = weights[layer][0, head]
         np.testing.assert_allclose(d["map"], head_weights[start:, start:], rtol=1e-6)
-        np.testing.assert_allclose(np.asarray(explorer._map.get_array()), d["map"], rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(explorer._map.get_array()), np.sqrt(d["map"]), rtol=1e-6)
         assert d["hidden_weight"] == pytest.approx(float(head_weights[-1, :start].sum()), abs=1e-6)
         assert d["strongest"] == int(head_weights[-1].argmax())
         assert f"Layer {layer}, head {head}: the last character puts its largest weight, " \
@@ -192,7 +192,7 @@ def test_a_new_text_runs_the_model_once(
     assert calls == [1]
     for k in range(KEPT_RUNS + 3):  # only the latest few passes are kept
         explorer.controls["text"].value = f"text number {k}"
-    assert len(explorer._runs) == KEPT_RUNS and len(explorer._backgrounds) <= KEPT_RUNS
+    assert len(explorer._runs) == KEPT_RUNS and len(explorer._backgrounds) <= KEPT_RUNS + 1  # + the still parts
 
 
 @pytest.mark.parametrize(
@@ -240,23 +240,29 @@ def test_explorer_constructor_errors(model: ShakespeareModel) -> None:
     assert w.data["characters"] == "ab\ncd" and (w.data["layer"], w.data["head"]) == (2, 3)
 
 
+def shown_labels(texts: list[Text]) -> list[tuple[float, str]]:
+    """The characters written beside the map (keys below it, or queries left of it): ``(position, glyph)``."""
+    along = [0 if t.get_horizontalalignment() == "center" else 1 for t in texts]  # keys: x; queries: y
+    return [(t.get_position()[a], t.get_text()) for t, a in zip(texts, along, strict=True) if t.get_text()]
+
+
 def test_the_map_labels_every_character_it_can(explorer: TextExplorer) -> None:
     explorer.controls["text"].value = "To be,\nor not"
-    ax = explorer._map_ax
-    assert [t.get_text() for t in ax.get_xticklabels()] == list("To\u00b7be,\u23ceor\u00b7not")
-    assert [t.get_text() for t in ax.get_yticklabels()] == list("To\u00b7be,\u23ceor\u00b7not")
+    every = list(enumerate("To\u00b7be,\u23ceor\u00b7not"))
+    assert shown_labels(explorer._keys) == every and shown_labels(explorer._queries) == every
     assert list(explorer._map.get_extent()) == [-0.5, 12.5, 12.5, -0.5]
-    assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
-    explorer._pictures.clear()  # draw it all now: the kept picture and background of the first text
-    explorer._backgrounds.clear()  # would be shown again and leave the figure's labels as they were
+    assert len(explorer._ticks[0].get_segments()) == len(explorer._ticks[1].get_segments()) == 13
+    assert explorer._map_ax.get_title() == "layer 0, head 0"
+    explorer._pictures.clear()  # draw it all now: the kept picture and layers of the first text would be
+    explorer._backgrounds.clear()  # shown again and leave the figure's artists as they were
     explorer.controls["text"].value = DEFAULT_TEXT  # 226 characters: the last 48 on the map
     labels = explorer.data["labels"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == labels  # a monospaced character fits each cell
-    rows = [t.get_text() for t in ax.get_yticklabels()]
-    assert rows == labels[1::2] and rows[-1] == labels[-1]  # every 2nd row, the last one always
-    assert set(ax.yaxis.get_ticklocs()) | set(ax.yaxis.get_ticklocs(minor=True)) == set(range(SHOWN))
+    assert shown_labels(explorer._keys) == list(enumerate(labels))  # a monospaced character fits each cell
+    rows = shown_labels(explorer._queries)
+    assert rows == list(enumerate(labels))[1::2] and rows[-1] == (SHOWN - 1, labels[-1])  # every 2nd, the last
+    assert len(explorer._ticks[1].get_segments()) == SHOWN  # a tick mark at every row
     start = len(DEFAULT_TEXT) - SHOWN
-    assert ax.get_xlabel() == f"key (characters {start}-{len(DEFAULT_TEXT) - 1} of {len(DEFAULT_TEXT)})"
+    assert explorer._map_ax.get_title() == f"layer 0, head 0: characters {start}-{len(DEFAULT_TEXT) - 1} of 226"
 
 
 def test_every_text_of_the_picture_is_at_least_9_points(

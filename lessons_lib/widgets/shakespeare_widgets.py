@@ -14,18 +14,18 @@ from collections.abc import Hashable
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.colors import PowerNorm
-from matplotlib.patches import Rectangle
-from matplotlib.text import Text
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
 from numpy.typing import NDArray
 
 from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
 from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
-from lessons_lib.widgets.base import LessonWidget
+from lessons_lib.widgets.base import LessonWidget, _png
 
 __all__ = ["DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
 
@@ -46,6 +46,7 @@ GLYPHS = {" ": "\u00b7", "\n": "\u23ce"}  # a space and a newline, made visible:
 ACROSS_PITCH = 0.62 * FONT_SIZE
 DOWN_PITCH = 1.15 * FONT_SIZE
 KEPT_RUNS = 8  # forward passes kept (the most recent texts), and pictures' backgrounds
+STILL = ("the parts that never change",)  # the key of their kept drawing among `_backgrounds` (never a text)
 
 
 def visible(text: str) -> str:
@@ -209,6 +210,11 @@ class TextExplorer(LessonWidget):
         }
 
     # ----- picture -------------------------------------------------------------------------------
+    # Speed: the picture is drawn in three layers, each kept. What never changes (frames, the colour bar,
+    # the probability axis) is drawn once; on it, what a text changes (its characters beside the map, the
+    # tick marks, the prediction's bars) is drawn once per text and kept (`_backgrounds`, by text); on
+    # that, a change of layer or head draws only the map and its title. Characters are plain text
+    # artists, not axis tick labels, which Matplotlib would lay out again on every full draw.
     def _build(self) -> list[Artist]:
         fig = self.figure
         map_ax = fig.add_axes((0.075, 0.12, 0.43, 0.8))
@@ -216,73 +222,120 @@ class TextExplorer(LessonWidget):
         self._map_ax, self._bars_ax = map_ax, bars_ax
         labels = self.data["labels"]
         self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
-        # Over a long text a head's weights are small: a square-root colour scale (fixed, 0 to 1) keeps
-        # weights of 0.05 visible without hiding which weights are large.
-        self._map.set_norm(PowerNorm(0.5, vmin=0.0, vmax=1.0))
-        map_ax.tick_params(which="both", length=2, labelsize=FONT_SIZE, labelfontfamily=MONO)
-        add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)", gap=0.008, width=0.012,
-                     ticks=[0, 0.05, 0.2, 0.5, 1])
+        # Over a long text a head's weights are small: the map's colours follow their square roots (fixed,
+        # 0 to 1), which keeps weights of 0.05 visible without hiding which weights are large. The image
+        # holds sqrt(weights); the colour bar is labelled in weights. Each cell is one flat colour.
+        self._map.set_data(np.sqrt(self.data["map"]))
+        self._map.set_interpolation("none")
+        map_ax.set_xticks([], [])
+        map_ax.set_yticks([], [])
+        weights = [0, 0.05, 0.2, 0.5, 1]
+        bar = add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)", gap=0.008, width=0.012,
+                           ticks=np.sqrt(weights).tolist())
+        bar.set_ticklabels([f"{w:g}" for w in weights])
         map_ax.apply_aspect()
-        side = map_ax.get_position().height * fig.get_figheight() * 72  # the square map's side, in points
-        self._map_side = side
+        self._map_side = map_ax.get_position().height * fig.get_figheight() * 72  # the square map's side, in points
+        text: dict[str, Any] = {"fontsize": FONT_SIZE, "fontfamily": MONO}
+        below, left = map_ax.get_xaxis_transform(), map_ax.get_yaxis_transform()  # (data, axes), (axes, data)
+        # One text per possible position, just outside the map (keys below it, queries left of it), and
+        # a short tick mark at every position.
+        self._keys = [map_ax.text(i, -0.014, "", transform=below, ha="center", va="top", **text) for i in range(SHOWN)]
+        self._queries = [map_ax.text(-0.014, i, "", transform=left, ha="right", va="center", **text)
+                         for i in range(SHOWN)]
+        self._ticks = [LineCollection([], transform=transform, colors="black", linewidths=0.6, clip_on=False)
+                       for transform in (below, left)]
+        for ticks in self._ticks:
+            map_ax.add_collection(ticks, autolim=False)
+            ticks.set_clip_on(False)  # outside the map, where the axes would clip it
+        map_ax.xaxis.labelpad = 14  # below the characters
+        map_ax.yaxis.labelpad = 12
         bars_ax.set_xlim(0, 1)
+        bars_ax.set_ylim(TOP - 0.5, -0.5)  # the likeliest on top
+        bars_ax.set_yticks([])
         bars_ax.set_xlabel("probability", fontsize=FONT_SIZE)
         bars_ax.tick_params(axis="x", labelsize=FONT_SIZE)
-        bars_ax.tick_params(axis="y", length=0, labelsize=FONT_SIZE + 1, labelfontfamily=MONO)
-        bars_ax.set_ylim(TOP - 0.5, -0.5)  # the likeliest on top
         for spine in ("top", "right"):
             bars_ax.spines[spine].set_visible(False)
-        self._bars: list[Rectangle] = []
-        self._values: list[Text] = []
+        rows = range(TOP)
+        self._bars = list(bars_ax.barh(rows, [0.0] * TOP, height=0.7, color="#3b6ea8"))
+        self._values = [bars_ax.text(0.02, k, "", va="center", fontsize=FONT_SIZE) for k in rows]
+        self._choices = [bars_ax.text(-0.03, k, "", transform=bars_ax.get_yaxis_transform(), ha="right",
+                                      va="center", fontsize=FONT_SIZE + 1, fontfamily=MONO) for k in rows]
+        bars_ax.set_title(" ", fontsize=FONT_SIZE, fontfamily=MONO)
         self._length = 0
-        return [self._map, map_ax.title]
+        self._per_text: list[Artist] = [*self._keys, *self._queries, *self._ticks, *self._bars, *self._values,
+                                        *self._choices, bars_ax.title]
+        self._per_head: list[Artist] = [self._map, map_ax.title]
+        return [*self._per_head, *self._per_text]
 
     def _picture_key(self) -> Hashable:
         return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
 
     def _background_key(self) -> Hashable:
         characters: str = self.data["characters"]
-        return characters  # the character labels and the prediction belong to the background
+        return characters  # the characters, the tick marks and the prediction are kept per text
 
     def _label_step(self, positions: int, pitch: float) -> int:
         """Label every position of the map, or every 2nd or 4th where cells are closer than ``pitch``."""
         return label_step(self._map_side / positions, pitch, (1, 2, 4, 8))
 
-    def _draw_background(self) -> None:
-        """The parts that change only with the text: the map's character labels and the prediction bars."""
-        d = self.data
-        labels, n = d["labels"], len(d["labels"])
-        start = d["start"]
-        for axis, pitch in ((self._map_ax.xaxis, ACROSS_PITCH), (self._map_ax.yaxis, DOWN_PITCH)):
-            step = self._label_step(n, pitch)
-            shown = range((n - 1) % step, n, step)  # the last character always labelled
-            axis.set_ticks(shown, [labels[i] for i in shown])
-            axis.set_ticks(range(n) if step > 1 else [], minor=True)
-        span = f" (characters {start}-{start + n - 1} of {start + n})" if start else ""
-        self._map_ax.set_xlabel(f"key{span}", fontsize=FONT_SIZE)
-        self._map_ax.set_ylabel(f"query{span}", fontsize=FONT_SIZE)
-        for artist in [*self._bars, *self._values]:
-            artist.remove()
-        probabilities = d["top_probabilities"]
-        rows = np.arange(len(probabilities))
-        self._bars = list(self._bars_ax.barh(rows, probabilities, height=0.7, color="#3b6ea8"))
-        self._values = [self._bars_ax.text(float(p) + 0.02, k, f"{p:.2f}", va="center", fontsize=FONT_SIZE)
-                        for k, p in enumerate(probabilities)]
-        self._bars_ax.set_yticks(rows, d["top_characters"])
-        self._bars_ax.set_title(f"next character after '{visible(d['characters'][-12:])}'", fontsize=FONT_SIZE,
-                                fontfamily=MONO)
-        while len(self._backgrounds) >= KEPT_RUNS:  # a picture's background is a few MB: keep the latest only
-            self._backgrounds.pop(next(iter(self._backgrounds)))
-
     def _draw(self) -> None:
         d = self.data
-        n = len(d["labels"])
-        if n != self._length:  # the axes' lengths place the image: set them whenever the length changes
+        labels = d["labels"]
+        n = len(labels)
+        if n != self._length:  # the axes' lengths place the image, the tick marks and the characters
             self._map.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
             self._map_ax.set_xlim(-0.5, n - 0.5)
             self._map_ax.set_ylim(n - 0.5, -0.5)
             self._length = n
         if self._background_key() not in self._backgrounds:
-            self._draw_background()
-        self._map.set_data(d["map"])
-        self._map_ax.set_title(d["title"], fontsize=FONT_SIZE)
+            self._draw_text_layer()
+        self._map.set_data(np.sqrt(d["map"]))  # see _build: the colours follow the square root
+        start = d["start"]
+        span = f": characters {start}-{start + n - 1} of {start + n}" if start else ""
+        self._map_ax.set_title(d["title"] + span, fontsize=FONT_SIZE)
+
+    def _draw_text_layer(self) -> None:
+        """The artists that change with the text only: characters, tick marks and the prediction."""
+        d = self.data
+        labels = d["labels"]
+        n = len(labels)
+        tick = 0.01  # axes fraction
+        self._ticks[0].set_segments([[(i, 0.0), (i, -tick)] for i in range(n)])
+        self._ticks[1].set_segments([[(0.0, i), (-tick, i)] for i in range(n)])
+        for texts, pitch in ((self._keys, ACROSS_PITCH), (self._queries, DOWN_PITCH)):
+            step = self._label_step(n, pitch)
+            for i, label in enumerate(texts):  # the last character always labelled, every step-th before it
+                label.set_text(labels[i] if i < n and (n - 1 - i) % step == 0 else "")
+        for k, (bar, value, choice) in enumerate(zip(self._bars, self._values, self._choices, strict=True)):
+            p = float(d["top_probabilities"][k])
+            bar.set_width(p)
+            value.set_x(p + 0.02)
+            value.set_text(f"{p:.2f}")
+            choice.set_text(d["top_characters"][k])
+        self._bars_ax.set_title(f"next character after '{visible(d['characters'][-12:])}'", fontsize=FONT_SIZE,
+                                fontfamily=MONO)
+
+    def _render(self) -> None:
+        """Draw the picture from its kept layers (see the note above `_build`) and hand the PNG to the image."""
+        canvas = self.figure.canvas
+        assert isinstance(canvas, FigureCanvasAgg)
+        key = self._background_key()
+        with matplotlib.rc_context({"text.hinting": "none"}):  # as `LessonWidget._render`
+            if key not in self._backgrounds:
+                if STILL not in self._backgrounds:
+                    canvas.draw()  # type: ignore[no-untyped-call]  # every artist but the per-text and per-head ones
+                    self._backgrounds[STILL] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+                else:
+                    canvas.restore_region(self._backgrounds[STILL])  # type: ignore[no-untyped-call]
+                for artist in self._per_text:
+                    self.figure.draw_artist(artist)
+                while len(self._backgrounds) > KEPT_RUNS:  # each is a few MB: keep the latest texts' only
+                    oldest = next(k for k in self._backgrounds if k != STILL)
+                    self._backgrounds.pop(oldest)
+                self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+            else:
+                canvas.restore_region(self._backgrounds[key])  # type: ignore[no-untyped-call]
+            for artist in self._per_head:
+                self.figure.draw_artist(artist)
+        self.image.value = _png(np.asarray(canvas.buffer_rgba()))  # type: ignore[no-untyped-call]

@@ -22,9 +22,11 @@ from PIL import Image as PILImage
 
 from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
+from lessons_lib.plotting.attention_maps import tile_maps
 from lessons_lib.shakespeare import ShakespeareModel
 from lessons_lib.widgets.base import PIXEL_DENSITY, LessonWidget, readout_html
 from lessons_lib.widgets.shakespeare_widgets import (
+    ALL,
     DEFAULT_TEXT,
     KEPT_RUNS,
     SHOWN,
@@ -225,13 +227,41 @@ def test_a_bad_text_keeps_the_last_picture_and_names_the_problem(
     assert explorer.data["error"] is None and 'role="alert"' not in explorer.readout.value
 
 
+def test_all_heads_side_by_side(explorer: TextExplorer, model: ShakespeareModel) -> None:
+    c = model.config
+    _, weights = softmax_last(model, DEFAULT_TEXT)
+    start = len(DEFAULT_TEXT) - SHOWN
+    explorer.controls["layer"].value = 2
+    explorer.controls["head"].value = ALL
+    d = explorer.data
+    assert d["head"] == ALL and d["title"] == "layer 2, all heads" and d["map"].shape == (c.heads, SHOWN, SHOWN)
+    np.testing.assert_allclose(d["map"], weights[2][0][:, start:, start:], rtol=1e-6)
+    last = weights[2][0][:, -1]  # (h, T): each head's last query
+    np.testing.assert_allclose(d["hidden_weight"], last[:, :start].sum(axis=-1), rtol=1e-5)
+    assert d["strongest"] == last.argmax(axis=-1).tolist()
+    tiled = tile_maps(np.sqrt(d["map"]), 4, 2)  # h = 4: two rows of two maps
+    np.testing.assert_allclose(np.asarray(explorer._map.get_array()), tiled, rtol=1e-6)
+    assert [t.get_text() for t in explorer._names] == [f"head {j}" for j in range(c.heads)]
+    assert not any(t.get_text() for t in [*explorer._keys, *explorer._queries])  # too small for characters
+    assert "Layer 2, every head: the last character puts its largest weight in head 0, " in d["readout"]
+    assert f"(heads 0-{c.heads - 1}) of its weight on the {start} before them" in d["readout"]
+    assert repr(explorer).endswith("layer=2, head='all')")
+    explorer._backgrounds.clear()  # draw the characters again (a kept layer would be restored, not drawn)
+    explorer.controls["head"].value = 1  # back to one head: its characters, no names
+    assert explorer.data["map"].shape == (SHOWN, SHOWN) and not any(t.get_text() for t in explorer._names)
+    assert shown_labels(explorer._keys) == list(enumerate(explorer.data["labels"]))
+    assert TextExplorer(model, head=ALL).data["map"].shape == (c.heads, SHOWN, SHOWN)
+
+
 def test_explorer_constructor_errors(model: ShakespeareModel) -> None:
-    with pytest.raises(ValueError, match=r"layer must be in 0 \.\. 3 and head in 0 \.\. 3, got 4, 0"):
+    with pytest.raises(ValueError, match=r"layer must be in 0 \.\. 3 and head in 0 \.\. 3 or 'all', got 4, 0"):
         TextExplorer(model, layer=4)
     with pytest.raises(ValueError, match=r"got 0, -1"):
         TextExplorer(model, head=-1)
     with pytest.raises(ValueError, match=r"got True, 0"):
         TextExplorer(model, layer=True)
+    with pytest.raises(ValueError, match=r"got 0, 'every'"):
+        TextExplorer(model, head="every")
     with pytest.raises(ValueError, match="the model has no character '~'"):
         TextExplorer(model, text="~")
     with pytest.raises(TypeError, match=r"model must be a ShakespeareModel from shakespeare\.load_model\(\), got str"):

@@ -106,7 +106,8 @@ def text_states(widget: LessonWidget) -> list[State]:
     assert isinstance(widget, TextExplorer)
     c = widget.model.config
     texts = ["a", "W\n" * 24, "M" * (c.context // 2), "@" * c.context, " \n" * (c.context // 2), "Is this a dagger"]
-    return [*({"text": text} for text in texts), {"layer": c.layers - 1, "head": c.heads - 1}]
+    every = [{"head": "all"}, {"text": "a"}, {"text": texts[3]}]  # the heads side by side, short and long
+    return [*({"text": text} for text in texts), {"layer": c.layers - 1, "head": c.heads - 1}, *every]
 
 
 WIDGETS: dict[str, tuple[Callable[[ToyHeads, InductionModel], LessonWidget], Callable[[LessonWidget], list[State]]]] = {

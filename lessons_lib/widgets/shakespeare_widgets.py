@@ -23,11 +23,11 @@ from numpy.typing import NDArray
 
 from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
-from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step, tile_maps
 from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
 from lessons_lib.widgets.base import LessonWidget, _png
 
-__all__ = ["DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
+__all__ = ["ALL", "DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
 
 # Hamlet, Act III, Scene 1: a play the model never trained on. The last "To sl" follows "to sleep"
 # twice, so a head that copies from an earlier match has something to find.
@@ -45,6 +45,7 @@ GLYPHS = {" ": "\u00b7", "\n": "\u23ce"}  # a space and a newline, made visible:
 # (0.6 em) and a little; down, a 9 pt line. Where cells are closer, every 2nd (or 4th) one is labelled.
 ACROSS_PITCH = 0.62 * FONT_SIZE
 DOWN_PITCH = 1.15 * FONT_SIZE
+ALL = "all"  # the head control's value for every head of the layer at once
 KEPT_RUNS = 8  # forward passes kept (the most recent texts), and pictures' backgrounds
 STILL = ("the parts that never change",)  # the key of their kept drawing among `_backgrounds` (never a text)
 
@@ -127,26 +128,30 @@ class TextExplorer(LessonWidget):
     and the model's next-character prediction after the last one.
 
     Controls: ``text`` (a text box: any of the model's characters, newlines included, at most
-    ``T_max``; the picture follows when the box loses focus), ``layer`` and ``head``. ``.data`` holds
-    those values and ``error`` (why the box could not be read, else ``None``: the picture keeps the last
-    good text), ``characters`` (the text shown), ``ids``, every key of `next_character_view`,
-    ``probabilities (V,)``, ``top_characters`` (visible glyphs), ``likeliest`` and
-    ``likeliest_probability``, the map's ``title`` and the ``readout``.
+    ``T_max``; the picture follows when the box loses focus), ``layer`` and ``head`` (a head's number,
+    or ``"all"``: the layer's heads side by side, smaller, without the characters along their sides).
+    ``.data`` holds those values and ``error`` (why the box could not be read, else ``None``: the
+    picture keeps the last good text), ``characters`` (the text shown), ``ids``, every key of
+    `next_character_view` (with ``"all"``, ``map`` is ``(h, n, n)`` and ``hidden_weight``,
+    ``strongest``, ``strongest_weight`` hold one entry per head), ``probabilities (V,)``,
+    ``top_characters`` (visible glyphs), ``likeliest`` and ``likeliest_probability``, the map's
+    ``title`` and the ``readout``.
     """
 
     def __init__(
-        self, model: ShakespeareModel | None = None, text: str | None = None, layer: int = 0, head: int = 0
+        self, model: ShakespeareModel | None = None, text: str | None = None, layer: int = 0, head: int | str = 0
     ) -> None:
         self.model = shakespeare.load_model() if model is None else model
         if not isinstance(self.model, ShakespeareModel):
             got = type(self.model).__name__
             raise TypeError(f"model must be a ShakespeareModel from shakespeare.load_model(), got {got}")
         c = self.model.config
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer not in range(c.layers) \
-                or isinstance(head, bool) or not isinstance(head, (int, np.integer)) or head not in range(c.heads):
-            raise ValueError(
-                f"layer must be in 0 .. {c.layers - 1} and head in 0 .. {c.heads - 1}, got {layer!r}, {head!r}"
-            )
+        def whole(value: Any, count: int) -> bool:
+            return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 0 <= value < count
+
+        if not whole(layer, c.layers) or not (head == ALL or whole(head, c.heads)):
+            raise ValueError(f"layer must be in 0 .. {c.layers - 1} and head in 0 .. {c.heads - 1} or {ALL!r}, "
+                             f"got {layer!r}, {head!r}")
         text = DEFAULT_TEXT if text is None else text
         self._ids = read_text(text, self.model.vocabulary, c.context)  # a bad starting text is refused here
         self._characters = text.replace("\r\n", "\n")
@@ -158,8 +163,8 @@ class TextExplorer(LessonWidget):
             ),
             "layer": widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.layers)], value=int(layer),
                                       description="layer"),
-            "head": widgets.Dropdown(options=[(f"head {j}", j) for j in range(c.heads)], value=int(head),
-                                     description="head"),
+            "head": widgets.Dropdown(options=[*((f"head {j}", j) for j in range(c.heads)), ("all heads", ALL)],
+                                     value=head if head == ALL else int(head), description="head"),
         }
         super().__init__(controls, size=(9.25, 4.8), rows=[["text"], ["layer", "head"]])
 
@@ -183,30 +188,45 @@ class TextExplorer(LessonWidget):
             self._characters = values["text"].replace("\r\n", "\n")
         except (TypeError, ValueError) as problem:
             error = f"Could not read the text: {problem}. Still showing the last text the model could read."
-        characters, layer, head = self._characters, int(values["layer"]), int(values["head"])
+        characters, layer, head = self._characters, int(values["layer"]), values["head"]
         probabilities, weights = self._forward(characters)
-        view = next_character_view(probabilities, weights[layer][head], characters)
+        heads = list(range(c.heads)) if head == ALL else [int(head)]
+        views = [next_character_view(probabilities, weights[layer][j], characters) for j in heads]
+        view = views[0]
+        if head == ALL:  # one entry per head
+            view = {**view, "map": np.stack([v["map"] for v in views])}
+            view |= {key: np.array([v[key] for v in views]) for key in ("hidden_weight", "strongest_weight")}
+            view["strongest"] = [v["strongest"] for v in views]
         chars = self.model.vocabulary.chars
         top = [visible(chars[i]) for i in view["top_ids"]]
         T, start = len(characters), view["start"]
-        tail = visible(characters[-20:])
-        strongest = view["strongest"]
-        back = T - 1 - strongest
-        where = "itself" if back == 0 else f"{back} character{'s' if back > 1 else ''} back"
-        hidden = (f" The map shows the last {T - start} of {T} characters; the last one puts "
-                  f"{view['hidden_weight']:.2f} of its weight on the {start} before them." if start else "")
+
+        def target(v: dict[str, Any]) -> str:  # where the last character's largest weight goes
+            back = T - 1 - v["strongest"]
+            where = "itself" if back == 0 else f"{back} character{'s' if back > 1 else ''} back"
+            return f"on '{visible(characters[v['strongest']])}' ({where})"
+
+        if head == ALL:
+            weight = "its largest weight " + "; ".join(
+                f"in head {j}, {v['strongest_weight']:.2f}, {target(v)}" for j, v in zip(heads, views, strict=True))
+            before = ", ".join(f"{v['hidden_weight']:.2f}" for v in views) + f" (heads 0-{c.heads - 1})"
+        else:
+            weight = f"its largest weight, {view['strongest_weight']:.2f}, {target(view)}"
+            before = f"{view['hidden_weight']:.2f}"
+        hidden = (f" The map shows the last {T - start} of {T} characters; the last one puts {before} of its "
+                  f"weight on the {start} before them." if start else "")
         then = ", ".join(f"'{g}' {p:.2f}" for g, p in zip(top[1:4], view["top_probabilities"][1:4], strict=False))
+        named = "every head" if head == ALL else f"head {head}"
         readout = (
-            f"After '{'…' if T > 20 else ''}{tail}' the likeliest next character is '{top[0]}' "
-            f"(p = {view['top_probabilities'][0]:.2f}; then {then}). Layer {layer}, head {head}: the last character "
-            f"puts its largest weight, {view['strongest_weight']:.2f}, on '{visible(characters[strongest])}' "
-            f"({where}).{hidden}"
+            f"After '{'…' if T > 20 else ''}{visible(characters[-20:])}' the likeliest next character is '{top[0]}' "
+            f"(p = {view['top_probabilities'][0]:.2f}; then {then}). Layer {layer}, {named}: the last character "
+            f"puts {weight}.{hidden}"
         )
         return {
             **values, "error": error, "characters": characters, "ids": self._ids.tolist(), **view,
             "probabilities": probabilities, "top_characters": top, "likeliest": chars[view["top_ids"][0]],
             "likeliest_probability": float(view["top_probabilities"][0]),
-            "title": f"layer {layer}, head {head}", "readout": readout,
+            "title": f"layer {layer}, {'all heads' if head == ALL else f'head {head}'}", "readout": readout,
         }
 
     # ----- picture -------------------------------------------------------------------------------
@@ -221,11 +241,12 @@ class TextExplorer(LessonWidget):
         bars_ax = fig.add_axes((0.68, 0.12, 0.29, 0.8))
         self._map_ax, self._bars_ax = map_ax, bars_ax
         labels = self.data["labels"]
-        self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
+        first = self.data["map"] if self.data["head"] != ALL else self.data["map"][0]  # _draw shows the real one
+        self._map = draw_map(map_ax, first, labels, labels, self.data["title"])
         # Over a long text a head's weights are small: the map's colours follow their square roots (fixed,
         # 0 to 1), which keeps weights of 0.05 visible without hiding which weights are large. The image
         # holds sqrt(weights); the colour bar is labelled in weights. Each cell is one flat colour.
-        self._map.set_data(np.sqrt(self.data["map"]))
+        self._map.set_data(np.sqrt(first))
         self._map.set_interpolation("none")
         map_ax.set_xticks([], [])
         map_ax.set_yticks([], [])
@@ -262,18 +283,27 @@ class TextExplorer(LessonWidget):
         self._choices = [bars_ax.text(-0.03, k, "", transform=bars_ax.get_yaxis_transform(), ha="right",
                                       va="center", fontsize=FONT_SIZE + 1, fontfamily=MONO) for k in rows]
         bars_ax.set_title(" ", fontsize=FONT_SIZE, fontfamily=MONO)
-        self._length = 0
+        # With every head: each map named in its top right corner (above the diagonal: weights there are 0).
+        self._names = [map_ax.text(0, 0, "", ha="right", va="top", color="white", fontsize=FONT_SIZE)
+                       for _ in range(self.model.config.heads)]
+        self._shape = (0, 0)
         self._per_text: list[Artist] = [*self._keys, *self._queries, *self._ticks, *self._bars, *self._values,
                                         *self._choices, bars_ax.title]
-        self._per_head: list[Artist] = [self._map, map_ax.title]
+        self._per_head: list[Artist] = [self._map, map_ax.title, *self._names]  # the names lie on the maps
         return [*self._per_head, *self._per_text]
 
     def _picture_key(self) -> Hashable:
         return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
 
     def _background_key(self) -> Hashable:
-        characters: str = self.data["characters"]
-        return characters  # the characters, the tick marks and the prediction are kept per text
+        # the characters (or the maps' names), the tick marks and the prediction are kept per text
+        return (self.data["characters"], self.data["head"] == ALL)
+
+    def _grid(self) -> tuple[int, int]:
+        """With every head: the maps' grid, ``(rows, columns)``, as square as it can be."""
+        h = self.model.config.heads
+        columns = int(np.ceil(np.sqrt(h)))
+        return -(-h // columns), columns
 
     def _label_step(self, positions: int, pitch: float) -> int:
         """Label every position of the map, or every 2nd or 4th where cells are closer than ``pitch``."""
@@ -281,32 +311,44 @@ class TextExplorer(LessonWidget):
 
     def _draw(self) -> None:
         d = self.data
-        labels = d["labels"]
-        n = len(labels)
-        if n != self._length:  # the axes' lengths place the image, the tick marks and the characters
-            self._map.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
-            self._map_ax.set_xlim(-0.5, n - 0.5)
-            self._map_ax.set_ylim(n - 0.5, -0.5)
-            self._length = n
+        n = len(d["labels"])
+        if d["head"] == ALL:  # the maps in a grid, a blank (NaN) row and column between them
+            rows, columns = self._grid()
+            picture = tile_maps(np.sqrt(d["map"]), rows * columns, columns)
+        else:
+            picture = np.sqrt(d["map"])  # see _build: the colours follow the square root
+        if picture.shape != self._shape:  # the axes' lengths place the image, the tick marks and the characters
+            height, width = picture.shape
+            self._map.set_extent((-0.5, width - 0.5, height - 0.5, -0.5))
+            self._map_ax.set_xlim(-0.5, width - 0.5)
+            self._map_ax.set_ylim(height - 0.5, -0.5)
+            self._shape = picture.shape
         if self._background_key() not in self._backgrounds:
             self._draw_text_layer()
-        self._map.set_data(np.sqrt(d["map"]))  # see _build: the colours follow the square root
+        self._map.set_data(picture)
         start = d["start"]
         span = f": characters {start}-{start + n - 1} of {start + n}" if start else ""
         self._map_ax.set_title(d["title"] + span, fontsize=FONT_SIZE)
+        columns = self._grid()[1]
+        roomy = self._map_side / columns >= 5 * FONT_SIZE  # a map wide enough for its name
+        for j, name in enumerate(self._names):  # each map's name in its top right corner
+            r, col = divmod(j, columns)
+            name.set_position((col * (n + 1) + n - 0.7, r * (n + 1) - 0.3))
+            name.set_text(f"head {j}" if d["head"] == ALL and roomy else "")
 
     def _draw_text_layer(self) -> None:
         """The artists that change with the text only: characters, tick marks and the prediction."""
         d = self.data
         labels = d["labels"]
         n = len(labels)
+        every = d["head"] == ALL
         tick = 0.01  # axes fraction
-        self._ticks[0].set_segments([[(i, 0.0), (i, -tick)] for i in range(n)])
-        self._ticks[1].set_segments([[(0.0, i), (-tick, i)] for i in range(n)])
+        self._ticks[0].set_segments([] if every else [[(i, 0.0), (i, -tick)] for i in range(n)])
+        self._ticks[1].set_segments([] if every else [[(0.0, i), (-tick, i)] for i in range(n)])
         for texts, pitch in ((self._keys, ACROSS_PITCH), (self._queries, DOWN_PITCH)):
             step = self._label_step(n, pitch)
             for i, label in enumerate(texts):  # the last character always labelled, every step-th before it
-                label.set_text(labels[i] if i < n and (n - 1 - i) % step == 0 else "")
+                label.set_text(labels[i] if not every and i < n and (n - 1 - i) % step == 0 else "")
         for k, (bar, value, choice) in enumerate(zip(self._bars, self._values, self._choices, strict=True)):
             p = float(d["top_probabilities"][k])
             bar.set_width(p)

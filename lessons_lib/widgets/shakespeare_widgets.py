@@ -146,8 +146,9 @@ class TextExplorer(LessonWidget):
             got = type(self.model).__name__
             raise TypeError(f"model must be a ShakespeareModel from shakespeare.load_model(), got {got}")
         c = self.model.config
+
         def whole(value: Any, count: int) -> bool:
-            return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 0 <= value < count
+            return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 0 <= int(value) < count
 
         if not whole(layer, c.layers) or not (head == ALL or whole(head, c.heads)):
             raise ValueError(f"layer must be in 0 .. {c.layers - 1} and head in 0 .. {c.heads - 1} or {ALL!r}, "
@@ -286,7 +287,7 @@ class TextExplorer(LessonWidget):
         # With every head: each map named in its top right corner (above the diagonal: weights there are 0).
         self._names = [map_ax.text(0, 0, "", ha="right", va="top", color="white", fontsize=FONT_SIZE)
                        for _ in range(self.model.config.heads)]
-        self._shape = (0, 0)
+        self._shape: tuple[int, ...] = (0, 0)
         self._per_text: list[Artist] = [*self._keys, *self._queries, *self._ticks, *self._bars, *self._values,
                                         *self._choices, bars_ax.title]
         self._per_head: list[Artist] = [self._map, map_ax.title, *self._names]  # the names lie on the maps

@@ -46,7 +46,8 @@ GLYPHS = {" ": "\u00b7", "\n": "\u23ce"}  # a space and a newline, made visible:
 ACROSS_PITCH = 0.62 * FONT_SIZE
 DOWN_PITCH = 1.15 * FONT_SIZE
 ALL = "all"  # the head control's value for every head of the layer at once
-KEPT_RUNS = 8  # forward passes kept (the most recent texts), and pictures' backgrounds
+KEPT_RUNS = 8  # forward passes kept (the most recent texts' weights, up to 4 MB each)
+KEPT_LAYERS = 4  # drawings of the per-text layer kept (the most recent texts', 7 MB each)
 STILL = ("the parts that never change",)  # the key of their kept drawing among `_backgrounds` (never a text)
 
 
@@ -297,7 +298,7 @@ class TextExplorer(LessonWidget):
         return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
 
     def _background_key(self) -> Hashable:
-        # the characters (or the maps' names), the tick marks and the prediction are kept per text
+        # the characters and tick marks (none with every head) and the prediction are kept per text
         return (self.data["characters"], self.data["head"] == ALL)
 
     def _grid(self) -> tuple[int, int]:
@@ -373,7 +374,7 @@ class TextExplorer(LessonWidget):
                     canvas.restore_region(self._backgrounds[STILL])  # type: ignore[no-untyped-call]
                 for artist in self._per_text:
                     self.figure.draw_artist(artist)
-                while len(self._backgrounds) > KEPT_RUNS:  # each is a few MB: keep the latest texts' only
+                while len(self._backgrounds) > KEPT_LAYERS:  # the latest texts' only (+ the still parts)
                     oldest = next(k for k in self._backgrounds if k != STILL)
                     self._backgrounds.pop(oldest)
                 self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]

@@ -39,23 +39,33 @@ from lessons_lib.validation import check_instance, check_int, check_rate, group_
 
 __all__ = [
     "DATA",
-    "MODEL_PATH",
     "FIGURES_PATH",
+    "MODEL_PATH",
     "GPTConfig",
+    "ShakespeareBlock",
     "ShakespeareModel",
     "Vocabulary",
     "array_shapes",
     "check_ablate",
     "check_tokens",
+    "copying_scores",
     "decode_step",
     "generate",
+    "head_scores",
+    "last_break",
     "load_arrays",
     "load_model",
     "load_text",
     "loss",
+    "ov_circuit",
+    "random_repeat",
+    "repeat_keys",
+    "repeat_score",
     "run",
     "save_arrays",
+    "target_score",
     "validation_windows",
+    "word_targets",
 ]
 
 Array = NDArray[np.floating[Any]]
@@ -103,9 +113,13 @@ class GPTConfig:
 
 def array_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
     """Every array of the model and its NumPy ``(in, out)`` shape."""
+    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. GPTConfig()")
     c = config
     kv = c.kv_heads * c.head_width
-    shapes: dict[str, tuple[int, ...]] = {"token_embedding": (c.vocab, c.width), "position_embedding": (c.context, c.width)}
+    shapes: dict[str, tuple[int, ...]] = {
+        "token_embedding": (c.vocab, c.width),
+        "position_embedding": (c.context, c.width),
+    }
     for i in range(c.layers):
         shapes |= {f"block{i}_wq": (c.width, c.width), f"block{i}_wk": (c.width, kv), f"block{i}_wv": (c.width, kv)}
         shapes |= {f"block{i}_wo": (c.width, c.width)}
@@ -144,11 +158,14 @@ class Vocabulary:
         """``text`` -> ``(len(text),)`` int64 ids; a character the model never saw is refused by name."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        index = {ch: i for i, ch in enumerate(self.chars)}
-        unknown = sorted(set(text) - set(index))
-        if unknown:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)  # code points
+        table = np.full(max(ord(max(self.chars)), int(codes.max(initial=0))) + 1, -1, dtype=np.int64)
+        table[[ord(ch) for ch in self.chars]] = np.arange(len(self.chars))
+        ids: NDArray[np.int64] = table[codes]
+        if (ids < 0).any():
+            unknown = sorted(set(text) - set(self.chars))
             raise ValueError(f"the model has no token for {''.join(unknown)!r}; it knows only {self.chars!r}")
-        return np.array([index[ch] for ch in text], dtype=np.int64)
+        return ids
 
     def decode(self, ids: Iterable[int]) -> str:
         """Ids -> text."""
@@ -164,9 +181,12 @@ def validation_windows(text: str, vocabulary: Vocabulary, length: int, count: in
     """``(N, length + 1)`` ids: consecutive non-overlapping windows of ``text`` (each window's last
     character is the next one's first, so every character but the first is predicted exactly once).
     ``count`` keeps ``N`` windows spread evenly over the text (every k-th one); ``None`` keeps all."""
+    _check_vocabulary(vocabulary)
     length = check_int("length", length, low=1)
     ids = vocabulary.encode(text)
     n = (len(ids) - 1) // length
+    if n < 1:
+        raise ValueError(f"text must hold at least length + 1 = {length + 1} characters, got {len(ids)}")
     starts = np.arange(n) * length
     if count is not None:
         count = check_int("count", count, low=1, high=n)
@@ -175,16 +195,25 @@ def validation_windows(text: str, vocabulary: Vocabulary, length: int, count: in
 
 
 # ----- weights -----------------------------------------------------------------------------------------
-def save_arrays(arrays: dict[str, NDArray[Any]], config: GPTConfig, vocabulary: Vocabulary, path: Path = MODEL_PATH) -> Path:
+def save_arrays(
+    arrays: dict[str, NDArray[Any]], config: GPTConfig, vocabulary: Vocabulary, path: Path = MODEL_PATH
+) -> Path:
     """Write the arrays, the config and the vocabulary to a compressed ``.npz``."""
+    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig")
+    _check_vocabulary(vocabulary)
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of name -> NumPy array, got {type(arrays).__name__}")
     shapes = array_shapes(config)
     wrong = {n: arrays[n].shape for n in shapes if n in arrays and arrays[n].shape != shapes[n]}
     if set(arrays) != set(shapes) or wrong:
-        raise ValueError(f"arrays must be exactly array_shapes(config); missing {sorted(set(shapes) - set(arrays))}, wrong {wrong}")
+        raise ValueError(
+            f"arrays must be exactly array_shapes(config); missing {sorted(set(shapes) - set(arrays))}, wrong {wrong}"
+        )
     meta = json.dumps({"config": asdict(config), "vocabulary": vocabulary.chars})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, meta=np.array(meta), **arrays)
+    contents: dict[str, Any] = {"meta": np.array(meta), **arrays}
+    np.savez_compressed(path, **contents)
     return path
 
 
@@ -212,7 +241,10 @@ def check_tokens(tokens: Any, config: GPTConfig) -> None:
     """``tokens``: integer ids ``(B, T)`` with ``1 <= T <= T_max`` and every id in ``0 .. V-1``."""
     if not isinstance(tokens, np.ndarray) or tokens.ndim != 2 or tokens.dtype.kind not in "iu":
         got = f"{type(tokens).__name__} {getattr(tokens, 'dtype', '')} {getattr(tokens, 'shape', '')}".rstrip()
-        raise TypeError(f"tokens must be an integer NumPy array (B, T) of character ids, got {got}; use vocabulary.encode(text)[None]")
+        raise TypeError(
+            f"tokens must be an integer NumPy array (B, T) of character ids, got {got}; "
+            "use vocabulary.encode(text)[None]"
+        )
     if not 1 <= tokens.shape[1] <= config.context:
         raise ValueError(
             f"tokens must hold 1 to T_max = {config.context} characters per row (the model learned {config.context} "
@@ -293,35 +325,49 @@ class ShakespeareModel:
     def __repr__(self) -> str:
         c = self.config
         n = sum(int(np.prod(s)) for s in array_shapes(c).values())
-        return (f"ShakespeareModel(V={c.vocab}, T_max={c.context}, D={c.width}, h={c.heads}, h_kv={c.kv_heads}, "
-                f"layers={c.layers}, F={c.hidden})  # {n:,} parameters")
+        return (
+            f"ShakespeareModel(V={c.vocab}, T_max={c.context}, D={c.width}, h={c.heads}, h_kv={c.kv_heads}, "
+            f"layers={c.layers}, F={c.hidden})  # {n:,} parameters"
+        )
 
 
 def load_model(path: Path | str = MODEL_PATH, dtype: Any = np.float32) -> ShakespeareModel:
     """The shipped model (or the one at ``path``) in ``dtype`` (float32, or float64 for parity checks)."""
-    arrays, c, vocabulary = load_arrays(path)
-    if np.dtype(dtype) not in (np.float32, np.float64):
+    if dtype not in (np.float32, np.float64, "float32", "float64"):
         raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    arrays, c, vocabulary = load_arrays(path)
     w = {name: a.astype(dtype) for name, a in arrays.items()}
     blocks = tuple(
         ShakespeareBlock(
             GroupedQueryAttention.from_weights(
                 w[f"block{i}_wq"], w[f"block{i}_wk"], w[f"block{i}_wv"], w[f"block{i}_wo"], c.heads, c.kv_heads
             ),
-            *(w[f"block{i}_{name}"] for name in ("norm1_gain", "norm1_bias", "norm2_gain", "norm2_bias",
-                                                  "w_in", "b_in", "w_out", "b_out")),
+            *(
+                w[f"block{i}_{name}"]
+                for name in ("norm1_gain", "norm1_bias", "norm2_gain", "norm2_bias", "w_in", "b_in", "w_out", "b_out")
+            ),
         )
         for i in range(c.layers)
     )
-    return ShakespeareModel(c, vocabulary, w["token_embedding"], w["position_embedding"], blocks,
-                            w["norm_f_gain"], w["norm_f_bias"], w["unembedding"])
+    return ShakespeareModel(
+        c,
+        vocabulary,
+        w["token_embedding"],
+        w["position_embedding"],
+        blocks,
+        w["norm_f_gain"],
+        w["norm_f_bias"],
+        w["unembedding"],
+    )
 
 
 def _check_model(model: Any) -> None:
     check_instance("model", model, ShakespeareModel, "the trained model from shakespeare.load_model()")
 
 
-def _attention(block: ShakespeareBlock, z: Array, k: Array, v: Array, allowed: Any, off: list[int]) -> tuple[Array, Array]:
+def _attention(
+    block: ShakespeareBlock, z: Array, k: Array, v: Array, allowed: Any, off: list[int]
+) -> tuple[Array, Array]:
     """Block's attention from normalised ``z (B, T, D)`` to cached-or-fresh ``k, v (B, h_kv, S, d_h)``,
     heads in ``off`` writing nothing: ``(output (B, T, D), weights (B, h, T, S))``."""
     a = block.attention
@@ -364,8 +410,11 @@ def loss(model: ShakespeareModel, windows: NDArray[np.integer[Any]], ablate: Any
     """Mean next-character cross-entropy (nats per character) over ``windows (N, T + 1)``: the model
     reads ``windows[:, :-1]`` and is scored on ``windows[:, 1:]``."""
     _check_model(model)
-    if not isinstance(windows, np.ndarray) or windows.ndim != 2 or windows.shape[1] < 2:
-        raise ValueError(f"windows must be ids (N, T + 1) with T >= 1, got {getattr(windows, 'shape', type(windows).__name__)}")
+    _check_ids(windows, "windows")
+    if windows.shape[1] < 2:
+        raise ValueError(
+            f"windows must be ids (N, T + 1) with T >= 1, got {getattr(windows, 'shape', type(windows).__name__)}"
+        )
     logits, _ = run(model, windows[:, :-1], ablate)
     shifted = logits - logits.max(axis=-1, keepdims=True)
     log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
@@ -382,8 +431,12 @@ def decode_step(model: ShakespeareModel, token: int, cache: KVCache) -> Array:
         raise ValueError(f"cache has {cache.layers} layers, the model {model.config.layers}")
     t = len(cache)
     if t >= model.config.context:
-        raise ValueError(f"the cache holds {t} positions: the model has no position {t} (T_max = {model.config.context})")
-    ids = np.array([[token]])
+        raise ValueError(
+            f"the cache holds {t} positions: the model has no position {t} (T_max = {model.config.context})"
+        )
+    if isinstance(token, bool) or not isinstance(token, numbers.Integral):
+        raise TypeError(f"token must be one character id (an int), got {type(token).__name__} {token!r}")
+    ids = np.array([[int(token)]])
     check_tokens(ids, model.config)
     x = model.token_embedding[ids] + model.position_embedding[t : t + 1]  # (1, 1, D)
     for i, block in enumerate(model.blocks):
@@ -411,7 +464,9 @@ def generate(
     if not ids:
         raise ValueError("prompt must hold at least one character")
     if len(ids) + characters > model.config.context:
-        raise ValueError(f"prompt ({len(ids)}) + characters ({characters}) must be at most T_max = {model.config.context}")
+        raise ValueError(
+            f"prompt ({len(ids)}) + characters ({characters}) must be at most T_max = {model.config.context}"
+        )
     if not isinstance(temperature, numbers.Real) or not temperature >= 0:
         raise ValueError(f"temperature must be a number >= 0 (0: greedy), got {temperature!r}")
     rng = np.random.default_rng(seed)
@@ -440,23 +495,31 @@ def _pick(logits: Array, temperature: float, rng: np.random.Generator) -> int:
 SEPARATORS = " \n"
 
 
-def _check_weights_ids(weights: Any, ids: Any) -> tuple[int, int, int]:
+def _check_ids(ids: Any, name: str = "ids") -> None:
+    if not isinstance(ids, np.ndarray) or ids.ndim != 2 or ids.dtype.kind not in "iu":
+        got = f"{type(ids).__name__} {getattr(ids, 'dtype', '')} {getattr(ids, 'shape', '')}".rstrip()
+        raise TypeError(f"{name} must be integer character ids (B, T), e.g. model.encode(text), got {got}")
+
+
+def _check_vocabulary(vocabulary: Any) -> None:
+    check_instance("vocabulary", vocabulary, Vocabulary, "a shakespeare.Vocabulary, e.g. model.vocabulary")
+
+
+def _check_map(weights: Any) -> None:
     if not isinstance(weights, np.ndarray) or weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"weights must be one layer's self-attention weights (B, h, T, T), got {getattr(weights, 'shape', type(weights).__name__)}")
-    B, h, T, _ = weights.shape
-    if not isinstance(ids, np.ndarray) or ids.shape != (B, T):
-        raise ValueError(f"ids must be the (B, T) = {(B, T)} characters the weights were computed on, got {getattr(ids, 'shape', type(ids).__name__)}")
-    return B, h, T
+        got = getattr(weights, "shape", type(weights).__name__)
+        raise ValueError(f"weights must be one layer's self-attention weights (B, h, T, T), got {got}")
 
 
 def target_score(weights: Array, targets: NDArray[np.int64]) -> Array:
     """Per head, the mean weight each query ``t`` puts on the key ``targets[b, t]``, over the queries
     whose target is ``>= 0`` (``-1``: not scored): ``(B, h, T, T)``, ``(B, T)`` -> ``(h,)``."""
-    if not isinstance(weights, np.ndarray) or weights.ndim != 4:
-        raise ValueError(f"weights must be (B, h, T, T), got {getattr(weights, 'shape', type(weights).__name__)}")
-    B, h, T, _ = weights.shape
+    _check_map(weights)
+    B, _, T, _ = weights.shape
     if not isinstance(targets, np.ndarray) or targets.shape != (B, T):
-        raise ValueError(f"targets must be (B, T) = {(B, T)} key positions (-1: not scored), got {getattr(targets, 'shape', None)}")
+        raise ValueError(
+            f"targets must be (B, T) = {(B, T)} key positions (-1: not scored), got {getattr(targets, 'shape', None)}"
+        )
     b, t = np.nonzero(targets >= 0)
     if len(b) == 0:
         raise ValueError("no query has a target (every entry of targets is -1)")
@@ -466,6 +529,8 @@ def target_score(weights: Array, targets: NDArray[np.int64]) -> Array:
 
 def last_break(ids: NDArray[np.integer[Any]], vocabulary: Vocabulary) -> NDArray[np.int64]:
     """``(B, T)``: for each position, the position of the last space or newline at or before it (-1: none)."""
+    _check_ids(ids)
+    _check_vocabulary(vocabulary)
     breaks = np.isin(ids, vocabulary.encode(SEPARATORS))
     positions = np.where(breaks, np.arange(ids.shape[1]), -1)
     out: NDArray[np.int64] = np.maximum.accumulate(positions, axis=1)
@@ -481,6 +546,8 @@ def word_targets(ids: NDArray[np.integer[Any]], vocabulary: Vocabulary) -> dict[
       past it;
     - ``"previous"``: the previous character, for every query but the first.
     """
+    _check_ids(ids)
+    _check_vocabulary(vocabulary)
     B, T = ids.shape
     t = np.broadcast_to(np.arange(T), (B, T))
     sep = last_break(ids, vocabulary)
@@ -496,6 +563,7 @@ def repeat_keys(ids: NDArray[np.integer[Any]], k: int = 3) -> NDArray[np.bool_]:
     """``(B, T, T)``: ``True`` at ``[b, t, s]`` when key ``s`` follows an earlier copy of the ``k``
     characters ending at query ``t`` (``ids[s-k:s] == ids[t-k+1:t+1]``, ``s <= t``): where an
     induction head looks, on real text."""
+    _check_ids(ids)
     k = check_int("k", k, low=1)
     B, T = ids.shape
     match = np.ones((B, T, T), dtype=bool)
@@ -505,18 +573,23 @@ def repeat_keys(ids: NDArray[np.integer[Any]], k: int = 3) -> NDArray[np.bool_]:
         key = np.full((B, T), -2, dtype=np.int64)
         key[:, 1 + j :] = ids[:, : T - 1 - j]
         match &= q[:, :, None] == key[:, None, :]
-    return match & np.tril(np.ones((T, T), dtype=bool))
+    out: NDArray[np.bool_] = match & np.tril(np.ones((T, T), dtype=bool))
+    return out
 
 
 def repeat_score(weights: Array, keys: NDArray[np.bool_]) -> tuple[Array, float]:
     """Per head, the mean total weight on the ``keys (B, T, T)`` of `repeat_keys`, over the queries
     that have at least one, and what a head spreading its weight evenly would get: ``((h,), chance)``."""
+    _check_map(weights)
+    B, _, T, _ = weights.shape
+    if not isinstance(keys, np.ndarray) or keys.dtype != bool or keys.shape != (B, T, T):
+        got = f"{getattr(keys, 'dtype', type(keys).__name__)} {getattr(keys, 'shape', '')}".rstrip()
+        raise ValueError(f"keys must be a bool (B, T, T) = {(B, T, T)} array from repeat_keys(ids), got {got}")
     has = keys.any(axis=-1)  # (B, T)
     if not has.any():
         raise ValueError("no query has an earlier copy of its context: use longer or more windows")
     total = (weights * keys[:, None]).sum(axis=-1)  # (B, h, T)
     score: Array = total.transpose(0, 2, 1)[has].mean(axis=0)  # (h,)
-    T = keys.shape[-1]
     chance = float((keys.sum(axis=-1) / (np.arange(T) + 1))[has].mean())
     return score, chance
 
@@ -524,6 +597,7 @@ def repeat_score(weights: Array, keys: NDArray[np.bool_]) -> tuple[Array, float]
 def random_repeat(vocabulary: Vocabulary, half: int, batch: int, seed: int = 0) -> NDArray[np.int64]:
     """``(B, 2L)`` ids: ``L`` random lower-case letters and spaces, then the same ``L`` again (text
     no play holds, so only copying from the first half can predict the second)."""
+    _check_vocabulary(vocabulary)
     half, batch = check_int("half", half, low=2), check_int("batch", batch)
     alphabet = vocabulary.encode("abcdefghijklmnopqrstuvwxyz ")
     first = np.random.default_rng(seed).choice(alphabet, size=(batch, half))
@@ -560,13 +634,18 @@ def copying_scores(model: ShakespeareModel) -> dict[str, Array]:
     return {"eigenvalue": eigen, "top_token": top}
 
 
-def head_scores(model: ShakespeareModel, windows: NDArray[np.integer[Any]], half: int = 64, k: int = 3) -> dict[str, Any]:
+def head_scores(
+    model: ShakespeareModel, windows: NDArray[np.integer[Any]], half: int = 64, k: int = 3
+) -> dict[str, Any]:
     """Every head's scores, each ``(layers, h)``: on ``windows (N, T + 1)`` of real text (the model
     reads ``windows[:, :-1]``) ``"previous"``, ``"last_break"``, ``"word_start"`` (see `word_targets`),
     ``"repeat"`` (see `repeat_score`, with ``k``); on `random_repeat` strings of ``2 * half``
     characters ``"induction"`` (weight on ``t - L + 1`` over the repeated half); and the two copying
     scores. ``"chance"`` holds what an evenly spread head gets on each attention score."""
     _check_model(model)
+    _check_ids(windows, "windows")
+    if windows.shape[1] < 8:
+        raise ValueError(f"windows must hold at least 8 characters each (N, T + 1), got {windows.shape}")
     ids = windows[:, :-1]
     _, weights = run(model, ids)
     targets = word_targets(ids, model.vocabulary)
@@ -580,7 +659,9 @@ def head_scores(model: ShakespeareModel, windows: NDArray[np.integer[Any]], half
     t = np.arange(L, 2 * L - 1)
     out["induction"] = np.stack([w[:, :, t, t - L + 1].mean(axis=(0, 2)) for w in rand_weights])
     out |= copying_scores(model)
-    chance = {name: float(target_score(np.broadcast_to(even, (ids.shape[0], 1, T, T)), targets[name])[0]) for name in targets}
+    chance = {
+        name: float(target_score(np.broadcast_to(even, (ids.shape[0], 1, T, T)), targets[name])[0]) for name in targets
+    }
     chance["repeat"] = repeat_score(np.broadcast_to(even, (ids.shape[0], 1, T, T)), keys)[1]
     chance["induction"] = float(np.mean(1 / (t + 1)))
     out["chance"] = chance

@@ -13,10 +13,17 @@ its attention (``kv_heads == heads``: ordinary multi-head attention) and a causa
 `lessons_lib.shakespeare` holds the same model in NumPy (the lesson's copy) and loads the weights
 this module's `CharGPT.arrays` writes; `reference_logits` computes the same function a second way,
 with ``F.scaled_dot_product_attention`` and ``nn.LayerNorm`` only, for the parity tests.
+
+`measure` computes the numbers lesson 10 quotes that take too long for a notebook (the loss over all
+487 K validation characters, 20 ablations), stored by ``scripts/train_shakespeare.py`` in
+``lessons_lib/data/shakespeare_gpt.json``; the lesson recomputes a sample of each in NumPy and
+``tests/test_shakespeare.py`` checks the stored values against the shipped weights.
 """
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,15 +34,30 @@ from torch import Tensor, nn
 
 from lessons_lib.gqa_torch import GroupedQueryAttention
 from lessons_lib.mha_torch import causal_mask
-from lessons_lib.shakespeare import GPTConfig, array_shapes, check_ablate, check_tokens
+from lessons_lib.shakespeare import (
+    MODEL_PATH,
+    GPTConfig,
+    Vocabulary,
+    array_shapes,
+    check_ablate,
+    check_tokens,
+    head_scores,
+    load_arrays,
+    load_model,
+    load_text,
+    loss,
+    validation_windows,
+)
+from lessons_lib.validation import check_instance
 
-__all__ = ["CharGPT", "GPTBlock", "reference_logits"]
+__all__ = ["CharGPT", "GPTBlock", "baselines", "measure", "reference_logits", "validation_loss"]
 
 
 class GPTBlock(nn.Module):
     """One pre-norm block: ``norm1``, ``attention`` (GQA), ``norm2``, ``ffn_in``, ``ffn_out``."""
 
     def __init__(self, config: GPTConfig, seed: int) -> None:
+        check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. GPTConfig()")
         super().__init__()
         D = config.width
         self.norm1 = nn.LayerNorm(D)
@@ -70,6 +92,7 @@ class CharGPT(nn.Module):
     """The whole model: ``token (V, D)``, ``position (T_max, D)``, ``blocks``, ``norm_f``, ``unembed``."""
 
     def __init__(self, config: GPTConfig) -> None:
+        check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. GPTConfig()")
         super().__init__()
         self.config = config
         blocks = [GPTBlock(config, seed=config.seed + i) for i in range(config.layers)]
@@ -122,8 +145,13 @@ class CharGPT(nn.Module):
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, NDArray[Any]], config: GPTConfig, dtype: torch.dtype = torch.float32) -> CharGPT:
+    def from_arrays(
+        cls, arrays: dict[str, NDArray[Any]], config: GPTConfig, dtype: torch.dtype = torch.float32
+    ) -> CharGPT:
         """A model holding the given ``(in, out)`` arrays (e.g. `shakespeare.load_arrays`), in ``dtype``."""
+        _check_arrays(arrays, config)
+        if dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
         with torch.random.fork_rng(devices=[]):
             model = cls(config)
         model = model.to(dtype)
@@ -150,9 +178,25 @@ class CharGPT(nn.Module):
         return model
 
 
+def _check_arrays(arrays: Any, config: Any) -> None:
+    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. load_arrays()[1]")
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of name -> NumPy array (load_arrays()[0]), got {type(arrays).__name__}")
+    shapes = array_shapes(config)
+    wrong = sorted(n for n, shape in shapes.items() if n not in arrays or np.shape(arrays[n]) != shape)
+    if wrong:
+        raise ValueError(
+            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
+        )
+
+
 def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens: Tensor) -> Tensor:
     """The same model written a second way, from the arrays alone: ``F.layer_norm`` via ``nn.LayerNorm``
     modules and ``F.scaled_dot_product_attention(is_causal=True)`` with K/V heads repeated for GQA."""
+    _check_arrays(arrays, config)
+    if not isinstance(tokens, Tensor) or tokens.ndim != 2 or tokens.dtype != torch.int64:
+        got = f"{type(tokens).__name__} {getattr(tokens, 'dtype', '')} {tuple(getattr(tokens, 'shape', ()))}"
+        raise TypeError(f"tokens must be an int64 tensor (B, T) of character ids, got {got}")
     dtype = torch.float64 if np.asarray(arrays["block0_wq"]).dtype == np.float64 else torch.float32
 
     def t(name: str) -> Tensor:
@@ -163,7 +207,8 @@ def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens:
         with torch.no_grad():
             layer.weight.copy_(t(f"{prefix}_gain"))
             layer.bias.copy_(t(f"{prefix}_bias"))
-        return layer(x)
+        out: Tensor = layer(x)
+        return out
 
     h, h_kv, d_h = config.heads, config.kv_heads, config.width // config.heads
     with torch.no_grad():
@@ -180,3 +225,88 @@ def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens:
             z = norm(f"block{i}_norm2", x)
             x = x + F.relu(z @ t(f"block{i}_w_in") + t(f"block{i}_b_in")) @ t(f"block{i}_w_out") + t(f"block{i}_b_out")
         return norm("norm_f", x) @ t("unembedding")
+
+
+# ----- the numbers lesson 10 quotes -------------------------------------------------------------------
+ABLATION_WINDOWS = 400  # windows of T_max characters (about 100 K characters, a fifth of the plays) per ablation
+SCORE_WINDOWS = 64  # windows for the head scores (16 K characters)
+SAMPLE_WINDOWS = 16  # the sample lesson 10 computes live in NumPy (4 K characters)
+# nanoGPT's README: the "baby" character-level run on tiny-shakespeare (about 1.1 M characters, 65 symbols),
+# 4 layers, 4 heads, width 128, 64 characters of context, reaches a validation loss of about 1.88 nats.
+NANOGPT_BABY = 1.88
+
+
+def validation_loss(model: CharGPT, windows: torch.Tensor, ablate: Any = (), chunk: int = 50) -> float:
+    """Mean next-character loss in nats over ``windows (N, T + 1)``; ``ablate`` as in `shakespeare.run`."""
+    check_instance("model", model, CharGPT, "a shakespeare_torch.CharGPT")
+    if not isinstance(windows, Tensor) or windows.ndim != 2 or windows.shape[1] < 2:
+        raise TypeError(f"windows must be an int64 tensor (N, T + 1) of character ids, got {type(windows).__name__}")
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(windows), chunk):
+            w = windows[i : i + chunk]
+            logits, _ = model(w[:, :-1], ablate)
+            total += F.cross_entropy(logits.flatten(0, 1), w[:, 1:].flatten(), reduction="sum").item()
+            count += w[:, 1:].numel()
+    return total / count
+
+
+def baselines(vocabulary: Vocabulary) -> dict[str, float]:
+    """Validation losses (nats per character) of models that need no training loop: every character
+    equally likely, the training text's character frequencies (unigram), and its frequencies of each
+    character after each character (bigram); both counted with one added to every count."""
+    check_instance("vocabulary", vocabulary, Vocabulary, "a shakespeare.Vocabulary, e.g. load_arrays()[2]")
+    train = vocabulary.encode(load_text("train"))
+    valid = vocabulary.encode(load_text("valid"))
+    V = len(vocabulary)
+    unigram = np.bincount(train, minlength=V) + 1.0
+    unigram /= unigram.sum()
+    pairs = np.zeros((V, V))
+    np.add.at(pairs, (train[:-1], train[1:]), 1.0)
+    pairs += 1.0
+    pairs /= pairs.sum(axis=1, keepdims=True)
+    return {
+        "uniform": round(math.log(V), 4),
+        "unigram": round(float(-np.log(unigram[valid]).mean()), 4),
+        "bigram": round(float(-np.log(pairs[valid[:-1], valid[1:]]).mean()), 4),
+        "nanogpt_baby_published": NANOGPT_BABY,
+    }
+
+
+def measure(path: Path | str = MODEL_PATH) -> dict[str, Any]:
+    """Everything lesson 10 quotes about the model at ``path``: the validation loss (all windows), the
+    baselines, the loss with each head and each layer's attention ablated (on `ABLATION_WINDOWS`
+    windows, beside the unablated loss on the same windows) and the head scores."""
+    arrays, config, vocabulary = load_arrays(path)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = CharGPT.from_arrays(arrays, config)
+        text = load_text("valid")
+        every = torch.from_numpy(validation_windows(text, vocabulary, config.context))
+        sample = torch.from_numpy(validation_windows(text, vocabulary, config.context, ABLATION_WINDOWS))
+        base = validation_loss(model, sample)
+        heads = [
+            [round(validation_loss(model, sample, [(i, j)]) - base, 4) for j in range(config.heads)]
+            for i in range(config.layers)
+        ]
+        layers = [round(validation_loss(model, sample, [(i, None)]) - base, 4) for i in range(config.layers)]
+        full = validation_loss(model, every)
+    finally:
+        torch.set_num_threads(threads)
+    numpy_model = load_model(path)
+    sample_loss = loss(numpy_model, validation_windows(text, vocabulary, config.context, SAMPLE_WINDOWS))
+    scores = head_scores(numpy_model, validation_windows(text, vocabulary, config.context, SCORE_WINDOWS))
+    chance = scores.pop("chance")
+    return {
+        "validation_loss": round(full, 4),
+        "validation_characters": int(every[:, 1:].numel()),
+        "sample": {"windows": SAMPLE_WINDOWS, "loss": round(sample_loss, 4)},
+        "baselines": baselines(vocabulary),
+        "ablation": {"windows": ABLATION_WINDOWS, "loss": round(base, 4), "heads": heads, "layers": layers},
+        "head_scores": {
+            "windows": SCORE_WINDOWS,
+            **{k: np.round(v, 4).tolist() for k, v in scores.items()},
+            "chance": {k: round(v, 4) for k, v in chance.items()},
+        },
+    }

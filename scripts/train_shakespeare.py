@@ -33,11 +33,9 @@ import torch
 import torch.nn.functional as F
 
 from lessons_lib.shakespeare import (
-    FIGURES_PATH,
     MODEL_PATH,
     GPTConfig,
     Vocabulary,
-    load_arrays,
     load_text,
     save_arrays,
     validation_windows,
@@ -80,7 +78,10 @@ def evaluate(model: CharGPT, windows: torch.Tensor, chunk: int = 64) -> float:
     return total / count
 
 
-def train(config: GPTConfig, vocabulary: Vocabulary, log_every: int = 100) -> tuple[dict[str, Any], CharGPT]:
+def train(
+    config: GPTConfig, vocabulary: Vocabulary, log_every: int = 100, eval_every: int = EVAL_EVERY
+) -> tuple[dict[str, Any], CharGPT]:
+    """Train a fresh `CharGPT`; ``eval_every = 0`` records no validation curve (a quick test run)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     try:
@@ -91,14 +92,15 @@ def train(config: GPTConfig, vocabulary: Vocabulary, log_every: int = 100) -> tu
         other = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "position" not in n)]
         optimiser = torch.optim.AdamW(
             [{"params": decay, "weight_decay": config.weight_decay}, {"params": other, "weight_decay": 0.0}],
-            lr=config.learning_rate, betas=(0.9, 0.99),
+            lr=config.learning_rate,
+            betas=(0.9, 0.99),
         )
         losses: list[float] = []
         curve: dict[str, list[float]] = {"step": [], "validation_loss": []}
         start = time.perf_counter()
         stream = batches(ids, config)
         for step in range(config.steps):
-            if step % EVAL_EVERY == 0:
+            if eval_every and step % eval_every == 0:
                 curve["step"].append(step)
                 curve["validation_loss"].append(round(evaluate(model, held_out), 4))
             for group in optimiser.param_groups:
@@ -113,17 +115,25 @@ def train(config: GPTConfig, vocabulary: Vocabulary, log_every: int = 100) -> tu
             losses.append(loss.item())
             if log_every and (step + 1) % log_every == 0:
                 recent = sum(losses[-log_every:]) / log_every
-                print(f"step {step + 1}/{config.steps}: training loss {recent:.3f}, "
-                      f"{time.perf_counter() - start:.0f} s", flush=True)
-        curve["step"].append(config.steps)
-        curve["validation_loss"].append(round(evaluate(model, held_out), 4))
+                print(
+                    f"step {step + 1}/{config.steps}: training loss {recent:.3f}, {time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
+        if eval_every:
+            curve["step"].append(config.steps)
+            curve["validation_loss"].append(round(evaluate(model, held_out), 4))
         seconds = time.perf_counter() - start
     finally:
         torch.set_num_threads(threads)
-    record = {"seconds": round(seconds, 1), "threads": THREADS, "config": asdict(config),
-              "first_losses": [round(x, 4) for x in losses[:CURVE_STEPS]],
-              "training_loss": [round(sum(losses[i:i + 50]) / len(losses[i:i + 50]), 4) for i in range(0, len(losses), 50)],
-              "curve": curve}
+    every_50 = [round(float(np.mean(losses[i : i + 50])), 4) for i in range(0, len(losses), 50)]
+    record = {
+        "seconds": round(seconds, 1),
+        "threads": THREADS,
+        "config": asdict(config),
+        "first_losses": [round(x, 4) for x in losses[:CURVE_STEPS]],
+        "training_loss_every_50": every_50,
+        "curve": curve,
+    }
     return record, model
 
 
@@ -144,15 +154,23 @@ def main(argv: list[str]) -> int:
         figures = json.loads(figures_path.read_text())
     else:
         vocabulary = Vocabulary.from_text(load_text("train"), load_text("valid"))
-        config = replace(defaults, vocab=len(vocabulary), steps=args.steps, seed=args.seed,
-                         learning_rate=args.learning_rate, kv_heads=args.kv_heads,
-                         warmup=min(defaults.warmup, max(1, args.steps // 10)))
+        config = replace(
+            defaults,
+            vocab=len(vocabulary),
+            steps=args.steps,
+            seed=args.seed,
+            learning_rate=args.learning_rate,
+            kv_heads=args.kv_heads,
+            warmup=min(defaults.warmup, max(1, args.steps // 10)),
+        )
         figures, model = train(config, vocabulary)
         save_arrays(model.arrays(), config, vocabulary, args.out)
-        print(f"trained {config.steps} steps in {figures['seconds']:.0f} s ({figures['seconds'] / 60:.1f} min) "
-              f"on {THREADS} threads; wrote {args.out} ({args.out.stat().st_size:,} bytes)")
+        print(
+            f"trained {config.steps} steps in {figures['seconds']:.0f} s ({figures['seconds'] / 60:.1f} min) "
+            f"on {THREADS} threads; wrote {args.out} ({args.out.stat().st_size:,} bytes)"
+        )
     if not args.no_measure:
-        from lessons_lib.shakespeare_measure import measure  # the numbers lesson 10 quotes
+        from lessons_lib.shakespeare_torch import measure  # the numbers lesson 10 quotes
 
         figures |= measure(args.out)
     figures_path.write_text(json.dumps(figures, indent=1) + "\n")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from bad_inputs_shakespeare import SHAKESPEARE_RECORDS, SHAKESPEARE_ROWS
 from numpy.typing import NDArray
 
 from lessons_lib import (
@@ -3360,6 +3361,7 @@ BAD_INPUTS = [
         ),
     ),
 ]
+BAD_INPUTS += [Bad(*row) for row in SHAKESPEARE_ROWS]  # lesson 10's model: tests/bad_inputs_shakespeare.py
 
 
 @pytest.mark.parametrize("bad", BAD_INPUTS, ids=[bad.id for bad in BAD_INPUTS])
@@ -3403,6 +3405,7 @@ COVERED_MODULES = [
     "checks.one_head", "checks.splitting_into_heads", "checks.concatenate_and_project",
     "checks.matching_pytorch", "checks.inspecting_heads", "checks.grouped_query_attention",
     "checks.latent_attention", "checks.efficient_attention", "checks.heads_at_work",
+    "shakespeare", "shakespeare_torch",
 ]  # fmt: skip
 # Public names with no bad input of their own: records that only hold what they are given.
 RECORDS = {
@@ -3412,6 +3415,7 @@ RECORDS = {
     "efficient.TiledTrace": "a record returned by tiled_attention_trace",
     "toy_task.TrainResult": "a record returned by train",
     "checks.efficient_attention.check_weight_entries": "the same function as checks.inspecting_heads's",
+    **SHAKESPEARE_RECORDS,
 }
 # In these modules (issue 23) every public method of a public class needs rows of its own, named
 # "module.Class.method"; a layer's forward is its call, so it counts as the class itself.

@@ -243,14 +243,14 @@ def test_all_heads_side_by_side(explorer: TextExplorer, model: ShakespeareModel)
     tiled = tile_maps(np.sqrt(d["map"]), 4, 2)  # h = 4: two rows of two maps
     np.testing.assert_allclose(np.asarray(explorer._map.get_array()), tiled, rtol=1e-6)
     assert [t.get_text() for t in explorer._names] == [f"head {j}" for j in range(c.heads)]
-    assert not any(t.get_text() for t in [*explorer._keys, *explorer._queries])  # too small for characters
+    assert not any(t.get_text() for t in [explorer._key_row, *explorer._keys, *explorer._queries])  # too small
     assert "Layer 2, every head: the last character puts its largest weight in head 0, " in d["readout"]
     assert f"(heads 0-{c.heads - 1}) of its weight on the {start} before them" in d["readout"]
     assert repr(explorer).endswith("layer=2, head='all')")
     explorer._backgrounds.clear()  # draw the characters again (a kept layer would be restored, not drawn)
     explorer.controls["head"].value = 1  # back to one head: its characters, no names
     assert explorer.data["map"].shape == (SHOWN, SHOWN) and not any(t.get_text() for t in explorer._names)
-    assert shown_labels(explorer._keys) == list(enumerate(explorer.data["labels"]))
+    assert explorer._key_row.get_text() == "".join(explorer.data["labels"])
     assert TextExplorer(model, head=ALL).data["map"].shape == (c.heads, SHOWN, SHOWN)
 
 
@@ -288,7 +288,13 @@ def test_the_map_labels_every_character_it_can(explorer: TextExplorer) -> None:
     explorer._backgrounds.clear()  # shown again and leave the figure's artists as they were
     explorer.controls["text"].value = DEFAULT_TEXT  # 226 characters: the last 48 on the map
     labels = explorer.data["labels"]
-    assert shown_labels(explorer._keys) == list(enumerate(labels))  # a monospaced character fits each cell
+    # a full map's keys: one text, each monospaced character one cell wide, at least 9 pt
+    assert explorer._key_row.get_text() == "".join(labels) and not shown_labels(explorer._keys)
+    assert explorer._key_row.get_fontsize() >= MIN_FONT_POINTS
+    renderer = explorer.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = explorer._key_row.get_window_extent(renderer)
+    cells = explorer._map_ax.transData.transform([(-0.5, 0), (SHOWN - 0.5, 0)])[:, 0]
+    assert box.x0 == pytest.approx(cells[0], abs=2) and box.x1 == pytest.approx(cells[1], abs=2)
     rows = shown_labels(explorer._queries)
     assert rows == list(enumerate(labels))[1::2] and rows[-1] == (SHOWN - 1, labels[-1])  # every 2nd, the last
     assert len(explorer._ticks[1].get_segments()) == SHOWN  # a tick mark at every row

@@ -44,6 +44,7 @@ GLYPHS = {" ": "\u00b7", "\n": "\u23ce"}  # a space and a newline, made visible:
 # The least distance between two character labels, in points: across, a monospaced character's width
 # (0.6 em) and a little; down, a 9 pt line. Where cells are closer, every 2nd (or 4th) one is labelled.
 ACROSS_PITCH = 0.62 * FONT_SIZE
+MONO_ADVANCE = 1233 / 2048  # the width of every DejaVu Sans Mono character, in em
 DOWN_PITCH = 1.15 * FONT_SIZE
 ALL = "all"  # the head control's value for every head of the layer at once
 KEPT_RUNS = 8  # forward passes kept (the most recent texts' weights, up to 4 MB each)
@@ -265,12 +266,17 @@ class TextExplorer(LessonWidget):
         self._keys = [map_ax.text(i, -0.014, "", transform=below, ha="center", va="top", **text) for i in range(SHOWN)]
         self._queries = [map_ax.text(-0.014, i, "", transform=left, ha="right", va="center", **text)
                          for i in range(SHOWN)]
+        # A full map's keys as one text, its characters exactly one cell wide: drawn many times faster than
+        # SHOWN texts of one character each (what a new text's time mostly was).
+        self._row_size = self._map_side / SHOWN / MONO_ADVANCE  # points
+        self._key_row = map_ax.text(0.5, -0.014, "", transform=map_ax.transAxes, ha="center", va="top",
+                                    fontsize=self._row_size, fontfamily=MONO)
         self._ticks = [LineCollection([], transform=transform, colors="black", linewidths=0.6, clip_on=False)
                        for transform in (below, left)]
         for ticks in self._ticks:
             map_ax.add_collection(ticks, autolim=False)
             ticks.set_clip_on(False)  # outside the map, where the axes would clip it
-        map_ax.xaxis.labelpad = 14  # below the characters
+        map_ax.xaxis.labelpad = 16  # below the characters
         map_ax.yaxis.labelpad = 12
         bars_ax.set_xlim(0, 1)
         bars_ax.set_ylim(TOP - 0.5, -0.5)  # the likeliest on top
@@ -289,8 +295,8 @@ class TextExplorer(LessonWidget):
         self._names = [map_ax.text(0, 0, "", ha="right", va="top", color="white", fontsize=FONT_SIZE)
                        for _ in range(self.model.config.heads)]
         self._shape: tuple[int, ...] = (0, 0)
-        self._per_text: list[Artist] = [*self._keys, *self._queries, *self._ticks, *self._bars, *self._values,
-                                        *self._choices, bars_ax.title]
+        self._per_text: list[Artist] = [self._key_row, *self._keys, *self._queries, *self._ticks, *self._bars,
+                                        *self._values, *self._choices, bars_ax.title]
         self._per_head: list[Artist] = [self._map, map_ax.title, *self._names]  # the names lie on the maps
         return [*self._per_head, *self._per_text]
 
@@ -347,10 +353,13 @@ class TextExplorer(LessonWidget):
         tick = 0.01  # axes fraction
         self._ticks[0].set_segments([] if every else [[(i, 0.0), (i, -tick)] for i in range(n)])
         self._ticks[1].set_segments([] if every else [[(0.0, i), (-tick, i)] for i in range(n)])
+        in_a_row = not every and n == SHOWN and self._row_size >= FONT_SIZE
+        self._key_row.set_text("".join(labels) if in_a_row else "")
         for texts, pitch in ((self._keys, ACROSS_PITCH), (self._queries, DOWN_PITCH)):
             step = self._label_step(n, pitch)
+            alone = not every and not (in_a_row and texts is self._keys)
             for i, label in enumerate(texts):  # the last character always labelled, every step-th before it
-                label.set_text(labels[i] if not every and i < n and (n - 1 - i) % step == 0 else "")
+                label.set_text(labels[i] if alone and i < n and (n - 1 - i) % step == 0 else "")
         for k, (bar, value, choice) in enumerate(zip(self._bars, self._values, self._choices, strict=True)):
             p = float(d["top_probabilities"][k])
             bar.set_width(p)

@@ -168,8 +168,12 @@ class Vocabulary:
         return ids
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Ids -> text."""
-        return "".join(self.chars[int(i)] for i in ids)
+        """Ids -> text; an id outside ``0 .. V-1`` is refused by name."""
+        values = [int(i) for i in ids]
+        wrong = [i for i in values if not 0 <= i < len(self.chars)]
+        if wrong:
+            raise ValueError(f"character ids must be in 0 .. {len(self.chars) - 1}, got {wrong[:5]}")
+        return "".join(self.chars[i] for i in values)
 
     @classmethod
     def from_text(cls, *texts: str) -> Vocabulary:

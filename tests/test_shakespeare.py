@@ -225,3 +225,5 @@ def test_bad_input_is_refused_in_words(model: sh.ShakespeareModel) -> None:
         sh.load_model("/nonexistent/weights.npz")
     with pytest.raises(ValueError, match="split"):
         sh.load_text("test")
+    with pytest.raises(ValueError, match=r"ids must be in 0 \.\. 82, got \[99\]"):
+        model.vocabulary.decode([3, 99])

@@ -290,7 +290,7 @@ def test_the_map_labels_every_character_it_can(explorer: TextExplorer) -> None:
     labels = explorer.data["labels"]
     # a full map's keys: one text, each monospaced character one cell wide, at least 9 pt
     assert explorer._key_row.get_text() == "".join(labels) and not shown_labels(explorer._keys)
-    assert explorer._key_row.get_fontsize() >= MIN_FONT_POINTS
+    assert float(explorer._key_row.get_fontsize()) >= MIN_FONT_POINTS
     renderer = explorer.figure.canvas.get_renderer()  # type: ignore[attr-defined]
     box = explorer._key_row.get_window_extent(renderer)
     cells = explorer._map_ax.transData.transform([(-0.5, 0), (SHOWN - 0.5, 0)])[:, 0]

@@ -1,17 +1,18 @@
 """Widget latency as a person feels it: from a control's change in the browser to the new picture painted.
 
-    python benchmarks/widget_latency.py                # every control of the six lesson widgets, 10 changes each
+    python benchmarks/widget_latency.py                # every control of the seven lesson widgets, 10 changes each
     python benchmarks/widget_latency.py --changes 20   # more changes per control
     python benchmarks/widget_latency.py --widgets HeadSharing InductionExplorer
 
-Starts JupyterLab on a temporary folder holding one notebook that shows the six widgets of lessons 05, 06
-and 09 (HeadExplorer, HeadReslicer, SplitExplorer, KVCacheCalculator, HeadSharing, InductionExplorer),
-opens it in headless Chromium (Debian's `/usr/bin/chromium` driven by Playwright, as the browser tests
-do; `CHROMIUM=/path` picks another), runs it, and then changes every control as a person does: picks the
-next option of a dropdown, clicks a toggle button or a checkbox, presses an arrow key on a slider, types
-into a text box and presses Enter. A listener in the page notes the time of the input event; an observer
-notes when the widget's image gets its new picture, waits until it is decoded and the browser's next frame
-starts (it is then painted), and reports the time between. Target: median <= 150 ms for every discrete
+Starts JupyterLab on a temporary folder holding one notebook that shows the seven widgets of lessons 05,
+06, 09 and 10 (HeadExplorer, HeadReslicer, SplitExplorer, KVCacheCalculator, HeadSharing, InductionExplorer,
+TextExplorer), opens it in headless Chromium (Debian's `/usr/bin/chromium` driven by Playwright, as the
+browser tests do; `CHROMIUM=/path` picks another), runs it, and then changes every control as a person
+does: picks the next option of a dropdown, clicks a toggle button or a checkbox, presses an arrow key on a
+slider, types into a text box and presses Enter (into a multi-line text box, then Tab: it sends its text
+when it loses focus). A listener in the page notes the time of the input event; an observer notes when the
+widget's image gets its new picture, waits until it is decoded and the browser's next frame starts (it is
+then painted), and reports the time between. Target: median <= 150 ms for every discrete
 control, PASS/MISS per control; exits 1 on a miss.
 
 A slider is also dragged with the mouse across its range in about half a second: the report says how many
@@ -49,12 +50,16 @@ WIDGETS = {  # name -> the code of its cell (each cell shows one widget)
     "KVCacheCalculator": "from lessons_lib.widgets.cache_widgets import KVCacheCalculator\nKVCacheCalculator()",
     "HeadSharing": "from lessons_lib.widgets.cache_widgets import HeadSharing\nHeadSharing()",
     "InductionExplorer": "from lessons_lib.widgets.induction_widgets import InductionExplorer\nInductionExplorer()",
+    "TextExplorer": "from lessons_lib.widgets.shakespeare_widgets import TextExplorer\nTextExplorer()",
 }
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
 }
+# Every kind of control the benchmark moves, as CSS classes (a multi-line text box is a .widget-textarea).
+CONTROL_SELECTOR = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text, " \
+    ".widget-textarea"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 # In the page: window.lessonLatency.arm(widget) starts watching widget number `widget` (its top-level
@@ -157,11 +162,13 @@ def controls_of(page: Any, index: int) -> list[dict[str, str]]:
     """Each control of widget ``index``: its kind and description, in display order."""
     found: list[dict[str, str]] = page.evaluate(
         """index => Array.from(window.lessonLatency.roots()[index].querySelectorAll(
-             '.widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text'))
+             '.widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text, '
+             + '.widget-textarea'))
            .map(e => ({kind: e.classList.contains('widget-dropdown') ? 'dropdown'
                            : e.classList.contains('widget-slider') ? 'slider'
                            : e.classList.contains('widget-checkbox') ? 'checkbox'
                            : e.classList.contains('widget-toggle-buttons') ? 'toggle'
+                           : e.classList.contains('widget-textarea') ? 'textarea'
                            : e.querySelector('input[type=number]') ? 'number' : 'text',
                        label: (e.querySelector('.widget-label')?.textContent || '').trim()}))""",
         index,
@@ -172,7 +179,7 @@ def controls_of(page: Any, index: int) -> list[dict[str, str]]:
 def time_changes(page: Any, index: int, position: int, kind: str, changes: int) -> list[float]:
     roots = page.evaluate_handle("() => window.lessonLatency.roots()")
     root = roots.evaluate_handle(f"roots => roots[{index}]").as_element()
-    selector = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text"
+    selector = CONTROL_SELECTOR
     control = root.query_selector_all(selector)[position]
     select = control.query_selector("select") if kind == "dropdown" else None
     start_index = int(select.evaluate("s => s.selectedIndex")) if select else 0
@@ -213,6 +220,11 @@ def change_with_handle(page: Any, control: Any, kind: str, step: int) -> None:
         control.query_selector("input").click()
     elif kind == "toggle":
         control.query_selector("button:not(.mod-active)").click()
+    elif kind == "textarea":  # a new text each time (its words rotated by one), sent when the box loses focus
+        field = control.query_selector("textarea")
+        words = field.input_value().split()
+        field.fill(" ".join(words[1:] + words[:1]))
+        field.press("Tab")
     else:
         field = control.query_selector("input")
         if kind == "number":
@@ -227,7 +239,7 @@ def drag_slider(page: Any, index: int, position: int) -> dict[str, float]:
     """Drag a slider's handle across its track in ~0.5 s; count the pictures during and after the drag."""
     roots = page.evaluate_handle("() => window.lessonLatency.roots()")
     root = roots.evaluate_handle(f"roots => roots[{index}]").as_element()
-    selector = ".widget-dropdown, .widget-slider, .widget-checkbox, .widget-toggle-buttons, .widget-text"
+    selector = CONTROL_SELECTOR
     control = root.query_selector_all(selector)[position]
     handle = control.query_selector(".noUi-handle").bounding_box()
     track = control.query_selector(".noUi-base").bounding_box()

@@ -2,10 +2,11 @@
 
     python benchmarks/widgets.py [--updates 20]
 
-The six widgets of lessons 05, 06 and 09 (`lessons_lib.widgets`) share one interface, so one loop
+The seven widgets of lessons 05, 06, 09 and 10 (`lessons_lib.widgets`) share one interface, so one loop
 covers every control of each: a fresh widget per control, then ``--updates`` changes of that
 control's value, cycling through its options (a slider: its range; a checkbox: on and off; a number
-box: a few values; the box of token ids: reversed, then as they were). Each change runs the
+box: a few values; the box of token ids: reversed, then as they were; TextExplorer's text box: its
+words rotated by one more each time, so every change is a text the model has not read yet). Each change runs the
 widget's callback: new ``.data`` from plain functions, the picture drawn with Matplotlib's Agg
 backend at twice the displayed pixel density, the PNG encoded and handed to the
 ``ipywidgets.Image``. Target: a median of at most 50 ms per change.
@@ -15,7 +16,8 @@ earlier state (`widgets.base.PICTURE_CACHE_SIZE`); this benchmark empties that s
 so each change is timed drawing its picture.
 HeadExplorer and InductionExplorer keep the part of their picture that does not change (axes, the
 sequence's token labels) per sequence; the first visit of a sequence draws it all and is timed
-separately, for information.
+separately, for information. TextExplorer keeps its forward pass and that background per text, so
+its layer and head changes redraw only the map; every change of its text is timed as a new text.
 Timings depend on the machine and on its load, which is printed alongside.
 """
 
@@ -37,10 +39,12 @@ matplotlib.use("Agg")
 
 from lessons_lib.induction import load_induction_model
 from lessons_lib.inspect_heads import load_toy_heads
+from lessons_lib.shakespeare import load_model
 from lessons_lib.widgets.base import LessonWidget
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer
 from lessons_lib.widgets.induction_widgets import InductionExplorer
+from lessons_lib.widgets.shakespeare_widgets import TextExplorer
 
 TARGET_MS = 50.0
 
@@ -49,6 +53,9 @@ def values_to_cycle(control: Any) -> list[Any]:
     """Distinct values for ``control``, starting with the next one after its current value."""
     if isinstance(control, widgets.Checkbox):
         return [not control.value, control.value]
+    if isinstance(control, widgets.Textarea):  # a text: its words rotated by 1, 2, ... (each one new)
+        words = control.value.split()
+        return [" ".join(words[k:] + words[:k]) for k in range(1, len(words))] + [control.value]
     if isinstance(control, widgets.Text):  # token ids: reversed, then as they were
         return [" ".join(reversed(control.value.split())), control.value]
     if isinstance(control, widgets.IntSlider):
@@ -76,6 +83,7 @@ def time_changes(widget: LessonWidget, name: str, count: int) -> list[float]:
 def makers() -> dict[str, Callable[[], LessonWidget]]:
     model = load_toy_heads()
     induction_model = load_induction_model()
+    shakespeare_model = load_model()
     return {
         "HeadExplorer": lambda: HeadExplorer(model),
         "HeadReslicer": lambda: HeadReslicer(model),
@@ -83,6 +91,7 @@ def makers() -> dict[str, Callable[[], LessonWidget]]:
         "KVCacheCalculator": KVCacheCalculator,
         "HeadSharing": HeadSharing,
         "InductionExplorer": lambda: InductionExplorer(induction_model, layer=1, head=2),
+        "TextExplorer": lambda: TextExplorer(shakespeare_model),
     }
 
 

@@ -1,15 +1,17 @@
-"""The pictures of the lesson widgets (05, 06, 09), in every state a learner can reach: legible and whole.
+"""The pictures of the lesson widgets (05, 06, 09, 10), in every state a learner can reach: legible and whole.
 
 A widget's picture is shown at its own size (``DISPLAY_DPI`` CSS pixels per inch, never scaled down in
 JupyterLab's output area), so every text it draws must be at least `MIN_FONT_POINTS` as drawn, the
 picture at most `WIDEST` pixels wide, and no text may run past the picture's edge or into another text.
 The states cover every option of every dropdown, the ends of every slider, every ready-made sequence of
-InductionExplorer and typed sequences as long as the model reads. Texts are the ones actually drawn
+InductionExplorer and typed sequences as long as the model reads (TextExplorer: texts of 1 to T_max
+characters, the widest characters, spaces and newlines). Texts are the ones actually drawn
 when the widget renders its picture (tick labels outside an axis's range are not drawn).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,10 +29,12 @@ from lessons_lib.induction import InductionModel, load_induction_model
 from lessons_lib.inspect_heads import ToyHeads, load_toy_heads
 from lessons_lib.kv_cache import MODELS, kv_head_options
 from lessons_lib.plotting import MIN_FONT_POINTS
+from lessons_lib.shakespeare import ShakespeareModel, load_model
 from lessons_lib.widgets.base import DISPLAY_DPI, LessonWidget
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer
 from lessons_lib.widgets.induction_widgets import InductionExplorer
+from lessons_lib.widgets.shakespeare_widgets import TextExplorer
 
 WIDEST = 925  # CSS pixels: InductionExplorer's picture, the widest
 
@@ -92,6 +96,20 @@ def induction_states(widget: LessonWidget) -> list[State]:
     return [*presets, *typed, last]
 
 
+@functools.cache
+def shakespeare_model() -> ShakespeareModel:
+    """Lesson 10's model, loaded once (only when TextExplorer's case runs)."""
+    return load_model()
+
+
+def text_states(widget: LessonWidget) -> list[State]:
+    assert isinstance(widget, TextExplorer)
+    c = widget.model.config
+    texts = ["a", "W\n" * 24, "M" * (c.context // 2), "@" * c.context, " \n" * (c.context // 2), "Is this a dagger"]
+    every = [{"head": "all"}, {"text": "a"}, {"text": texts[3]}]  # the heads side by side, short and long
+    return [*({"text": text} for text in texts), {"layer": c.layers - 1, "head": c.heads - 1}, *every]
+
+
 WIDGETS: dict[str, tuple[Callable[[ToyHeads, InductionModel], LessonWidget], Callable[[LessonWidget], list[State]]]] = {
     "HeadExplorer": (lambda toy, _: HeadExplorer(toy), head_explorer_states),
     "HeadReslicer": (lambda toy, _: HeadReslicer(toy), reslicer_states),
@@ -99,6 +117,7 @@ WIDGETS: dict[str, tuple[Callable[[ToyHeads, InductionModel], LessonWidget], Cal
     "KVCacheCalculator": (lambda _toy, _: KVCacheCalculator(), cache_states),
     "HeadSharing": (lambda _toy, _: HeadSharing(), sharing_states),
     "InductionExplorer": (lambda _, model: InductionExplorer(model), induction_states),
+    "TextExplorer": (lambda _toy, _: TextExplorer(shakespeare_model()), text_states),
 }
 
 

@@ -19,6 +19,10 @@ The map, lesson by lesson (``*_numpy`` and ``*_torch`` twins mirror each other l
 - 09 heads at work: `block_numpy` / `block_torch` (the pre-norm transformer ``Block``),
   `induction` (the two-layer model of repeated tokens, its head scores, ablation and composition),
   `plotting.residual_stream`, `plotting.induction_maps`, `widgets.induction_widgets`.
+- 10 a real model's heads: `shakespeare` (the character GPT trained on Shakespeare's plays, in NumPy:
+  its text, weights, forward pass with ablation, cached decoding and head scores), `shakespeare_torch`
+  (the same model in PyTorch, its reference implementation and the measurements the lesson quotes),
+  `plotting.text_maps`, `widgets.shakespeare_widgets`.
 - Every lesson: `checks.<lesson topic>` holds its Quick-check functions (``checks.one_head`` for
   ``01_one_head.ipynb``, ...); the `checks` package itself holds what they share: answer parsing,
   one tolerance and the ``Verdict``.

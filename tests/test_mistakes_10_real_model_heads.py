@@ -32,13 +32,16 @@ Floats = NDArray[np.floating[Any]]
 def _decoder(position: str = "t", append: bool = True, scale: str = "d_h", norm1: bool = True,
              attention_residual: bool = True, ffn_residual: bool = True, parallel: bool = False,
              final_norm: bool = True, output: str = "logits", repeat: str = "attend",
-             query_softmax: bool = False) -> Callable[..., Any]:
+             query_softmax: bool = False, query: str = "z", norm2_twice: bool = False) -> Callable[..., Any]:
     """A cached decoding step written out by hand, right by default, with one mistake switched on."""
 
     def step(model: shakespeare.ShakespeareModel, token: int, cache: KVCache) -> Any:
         t = len(cache)
-        where = {"t": t, "0": 0, "t + 1": t + 1}[position]
-        x = model.token_embedding[[[token]]] + model.position_embedding[where : where + 1]  # (1, 1, D)
+        if position == "none":  # the position embedding left out
+            x = model.token_embedding[[[token]]].astype(np.float64)
+        else:
+            where = {"t": t, "0": 0, "t + 1": t + 1}[position]
+            x = model.token_embedding[[[token]]] + model.position_embedding[where : where + 1]  # (1, 1, D)
         for i, block in enumerate(model.blocks):
             a = block.attention
             z = block_numpy.layer_norm(x, block.norm1_gain, block.norm1_bias) if norm1 else x
@@ -49,7 +52,8 @@ def _decoder(position: str = "t", append: bool = True, scale: str = "d_h", norm1
             else:
                 k, v = new_k, new_v
             if repeat == "attend" and scale == "d_h" and not query_softmax:
-                out, _ = a.attend(z, k, v)
+                given = {"z": z, "projected": z @ a.wq, "x": x}[query]  # attend projects what it is given
+                out, _ = a.attend(given, k, v)
             else:
                 q = mha_numpy.split_heads(z @ a.wq, a.heads)  # (1, h, 1, d_h)
                 if repeat == "tile":
@@ -63,7 +67,10 @@ def _decoder(position: str = "t", append: bool = True, scale: str = "d_h", norm1
                 out = mha_numpy.merge_heads(w @ v) @ a.wo
             before = x
             x = x + out if attention_residual else np.asarray(out, dtype=np.float64)
-            ffn = block.ffn(before if parallel else x)
+            fed = before if parallel else x
+            if norm2_twice:
+                fed = block_numpy.layer_norm(fed, block.norm2_gain, block.norm2_bias)
+            ffn = block.ffn(fed)
             x = x + ffn if ffn_residual else np.asarray(ffn, dtype=np.float64)
         final = block_numpy.layer_norm(x, model.norm_f_gain, model.norm_f_bias) if final_norm else x
         logits = final @ model.unembedding  # (1, 1, V)
@@ -125,6 +132,14 @@ DECODE_ROWS = [
             "divide by its square root"),
     Mistake(DECODE, "the lesson's d_h = 32 written in", lambda: check_decode_step_function(_d_h_written_in),
             "the lesson's d_h written in"),
+    Mistake(DECODE, "queries projected before attend", lambda: check_decode_step_function(_decoder(query="projected")),
+            "the queries were projected twice"),
+    Mistake(DECODE, "no position embedding", lambda: check_decode_step_function(_decoder(position="none")),
+            "the position embedding is missing"),
+    Mistake(DECODE, "attends from the raw x", lambda: check_decode_step_function(_decoder(query="x")),
+            "the queries came from the raw stream x"),
+    Mistake(DECODE, "LayerNorm 2 before block.ffn", lambda: check_decode_step_function(_decoder(norm2_twice=True)),
+            "LayerNorm 2 was applied twice"),
     Mistake(DECODE, "no LayerNorm 1", lambda: check_decode_step_function(_decoder(norm1=False)),
             "the attention read the raw stream"),
     Mistake(DECODE, "softmax over the query axis", lambda: check_decode_step_function(_decoder(query_softmax=True)),
@@ -310,6 +325,11 @@ BITS_ROWS = [
     Mistake(BITS, "e ** loss", lambda: check_bits_function(lambda n: np.exp(n)), "is the perplexity"),
     Mistake(BITS, "halved", lambda: check_bits_function(lambda n: n / 2), "you halved the loss"),
     Mistake(BITS, "ln 2 rounded", lambda: check_bits_function(lambda n: n / 0.69), "ln 2 was rounded"),
+    Mistake(BITS, "ln 2 rounded to 0.693", lambda: check_bits_function(lambda n: n / 0.693), "ln 2 was rounded"),
+    Mistake(BITS, "result rounded to 2 decimals", lambda: check_bits_function(lambda n: round(n / math.log(2), 2)),
+            "the result was rounded: return it unrounded"),
+    Mistake(BITS, "result rounded to 3 decimals", lambda: check_bits_function(lambda n: np.round(n / math.log(2), 3)),
+            "the result was rounded: return it unrounded"),
     Mistake(BITS, "as if base 10", lambda: check_bits_function(lambda n: n * math.log2(10)),
             "as if the loss were in base-10 digits"),
     Mistake(BITS, "one number for an array", lambda: check_bits_function(lambda n: float(np.mean(n)) / math.log(2)),

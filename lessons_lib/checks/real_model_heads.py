@@ -83,7 +83,8 @@ def check_bits_function(function: Any) -> Verdict:
 
     Tried on a float and on a ``(2, 3)`` array. Recognises: a product with ``ln 2``, a division by
     ``ln 10``, ``log2`` of the loss, ``2 ** loss`` and ``e ** loss`` (perplexities), half the loss,
-    ``ln 2`` rounded to a few digits, and an array answer that lost its shape or dtype.
+    ``ln 2`` rounded to a few digits, the result rounded to 1-4 decimals, and an array answer that
+    lost its shape or dtype.
     """
     question = "bits per character"
     for trial, nats in enumerate(BITS_TRIALS):
@@ -119,6 +120,9 @@ def check_bits_function(function: Any) -> Verdict:
             (n * math.log(10) / math.log(2), "you converted as if the loss were in base-10 digits: it is in nats "
                                              "(natural log), divide by ln 2 only"),
         ])
+        if mistake is None:
+            rounded = "the result was rounded: return it unrounded (round only when you print it)"
+            mistake = first_match(got, [(np.round(right, digits), rounded) for digits in (1, 2, 3, 4)])
         if mistake is None and got.size == right.size and got.size and np.allclose(got.reshape(right.shape), right,
                                                                                     rtol=5e-3):
             mistake = ("close, but ln 2 was rounded: use math.log(2) (or np.log2(np.e)) rather than a number with a "
@@ -367,10 +371,13 @@ def _decode_variant(model: ShakespeareModel, ids: NDArray[np.int64], variant: st
     for t, token in enumerate(ids):
         position = {"position 0": 0, "position t + 1": t + 1}.get(variant, t)
         x = model.token_embedding[token] + model.position_embedding[position]  # (D,)
+        if variant == "no position":
+            x = model.token_embedding[token].astype(np.float64)
         for i, block in enumerate(model.blocks):
             a = block.attention
             z = x if variant == "no norm 1" else layer_norm(x, block.norm1_gain, block.norm1_bias)
-            q = (z @ a.wq).reshape(c.heads, d)  # (h, d_h)
+            queried = {"raw query": x, "queries twice": z @ a.wq}.get(variant, z)  # what attend is given
+            q = (queried @ a.wq).reshape(c.heads, d)  # (h, d_h)
             keys[i].append((z @ a.wk).reshape(c.kv_heads, d))
             values[i].append((z @ a.wv).reshape(c.kv_heads, d))
             seen = {"no cache": slice(-1, None), "first only": slice(0, 1)}.get(variant, slice(None))
@@ -388,6 +395,8 @@ def _decode_variant(model: ShakespeareModel, ids: NDArray[np.int64], variant: st
             before = x
             x = out if variant == "no attention residual" else x + out
             fed = before if variant == "parallel" else x
+            if variant == "norm 2 twice":
+                fed = layer_norm(fed, block.norm2_gain, block.norm2_bias)
             ffn = block.ffn(fed[None, None])[0, 0]
             x = ffn if variant == "no ffn residual" else x + ffn
         final = x if variant == "no final norm" else layer_norm(x, model.norm_f_gain, model.norm_f_bias)
@@ -410,6 +419,15 @@ DECODE_MISTAKES = {
     "scale d_h": "you divided the scores by d_h: divide by its square root, sqrt(d_h)",
     "lesson d_h": "you divided by sqrt(32), the lesson's d_h written in: take d_h from the model "
                   "(attention.head_width, or D // h)",
+    "queries twice": "the queries were projected twice: block.attention.attend(z, k, v) makes the queries from z "
+                     "itself (z @ wq inside); pass it the normalised z, and project only the new key and value "
+                     "(z @ wk, z @ wv) yourself",
+    "no position": "the position embedding is missing: the new character's vector is token_embedding[token] + "
+                   "position_embedding[t], with t = len(cache) read before anything is appended",
+    "raw query": "the queries came from the raw stream x: attend from the normalised z = LayerNorm 1 of x "
+                 "(block.attention.attend(z, k, v)), the same z the new key and value come from",
+    "norm 2 twice": "LayerNorm 2 was applied twice: block.ffn(x) already starts with it (block.norm2_gain, "
+                    "block.norm2_bias), so pass it the stream x itself: x = x + block.ffn(x)",
     "no norm 1": "the attention read the raw stream: it reads LayerNorm 1 of it (block.norm1_gain, "
                  "block.norm1_bias), as in lesson 09's pre-norm block",
     "softmax over the query": "every weight is 1: your softmax ran over the query axis, which has one position "
@@ -436,7 +454,9 @@ def check_decode_step_function(function: Any) -> Verdict:
     Tried on two small random models (`DECODE_SIZES`, the second with ``h_kv < h``), ``DECODE_STEPS``
     tokens each from an empty cache, every step's logits compared with `shakespeare.run` on the whole
     text so far. Recognises: a call of the library's decoding or forward pass, position 0 (or one
-    too far) for the new token, nothing appended (the cache is empty afterwards), attention to the new
+    too far, or none at all) for the new token, the queries projected twice (``attend`` makes them
+    from ``z`` itself), queries from the raw stream, LayerNorm 2 applied before ``block.ffn`` (which
+    applies it), nothing appended (the cache is empty afterwards), attention to the new
     position only, the scores not scaled (or by ``sqrt(D)``, ``d_h``, the lesson's ``sqrt(32)``), no
     LayerNorm 1, a top-left mask that lets it read position 0 only, a softmax over the
     query axis, tiled key/value heads, no repeat for ``h_kv < h`` (a

@@ -67,8 +67,8 @@ def _decoder(position: str = "t", append: bool = True, scale: str = "d_h", norm1
                 out = mha_numpy.merge_heads(w @ v) @ a.wo
             before = x
             x = x + out if attention_residual else np.asarray(out, dtype=np.float64)
-            fed = before if parallel else x
-            if norm2_twice:
+            fed: Any = before if parallel else x
+            if norm2_twice:  # LayerNorm 2 here as well as inside block.ffn
                 fed = block_numpy.layer_norm(fed, block.norm2_gain, block.norm2_bias)
             ffn = block.ffn(fed)
             x = x + ffn if ffn_residual else np.asarray(ffn, dtype=np.float64)

@@ -7,6 +7,7 @@
 - With pytest-xdist (``-n auto`` in pyproject.toml) tests spread over the cores; the scheduler
   below keeps every cell of one notebook together, so a notebook runs top to bottom in one kernel
   on one worker, while other notebooks and tests run beside it.
+- Every process of the test command uses one BLAS/OpenMP thread (see below), notebook kernels included.
 - Property tests (Hypothesis) are reproducible: the profile "repeatable" (loaded here, before any
   test module builds its ``@settings``) derives every example from the test itself, keeps no
   example database and has no deadline, so the same code gives the same examples on every run and
@@ -17,15 +18,23 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
 
-import matplotlib
-import pytest
-from hypothesis import settings
+# One BLAS/OpenMP thread per process (set before NumPy or torch is loaded here, and inherited by every
+# notebook kernel the tests start): the test command runs one worker more than there are cores, and a
+# multi-threaded BLAS on a busy core spins instead of working (lesson 10's forward pass took 300-800 ms
+# instead of 8 ms so). Set any of them in the environment to override.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import matplotlib  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 matplotlib.use("Agg")
-import matplotlib.font_manager  # builds the font cache now, see above
+import matplotlib.font_manager  # noqa: E402  (builds the font cache now, see above)
 
 settings.register_profile("repeatable", derandomize=True, database=None, deadline=None)
 settings.register_profile("explore", deadline=None)

@@ -79,11 +79,16 @@ def evaluate(model: CharGPT, windows: torch.Tensor, chunk: int = 64) -> float:
 
 
 def train(
-    config: GPTConfig, vocabulary: Vocabulary, log_every: int = 100, eval_every: int = EVAL_EVERY
+    config: GPTConfig,
+    vocabulary: Vocabulary,
+    log_every: int = 100,
+    eval_every: int = EVAL_EVERY,
+    threads: int = THREADS,
 ) -> tuple[dict[str, Any], CharGPT]:
-    """Train a fresh `CharGPT`; ``eval_every = 0`` records no validation curve (a quick test run)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
+    """Train a fresh `CharGPT` on ``threads`` CPU threads; ``eval_every = 0`` records no validation
+    curve (a quick test run)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     try:
         ids = vocabulary.encode(load_text("train"))
         held_out = torch.from_numpy(validation_windows(load_text("valid"), vocabulary, config.context, EVAL_WINDOWS))
@@ -124,11 +129,11 @@ def train(
             curve["validation_loss"].append(round(evaluate(model, held_out), 4))
         seconds = time.perf_counter() - start
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
     every_50 = [round(float(np.mean(losses[i : i + 50])), 4) for i in range(0, len(losses), 50)]
     record = {
         "seconds": round(seconds, 1),
-        "threads": THREADS,
+        "threads": threads,
         "config": asdict(config),
         "first_losses": [round(x, 4) for x in losses[:CURVE_STEPS]],
         "training_loss_every_50": every_50,

@@ -66,8 +66,8 @@ def main(argv: list[str]) -> int:
         cache = KVCache(model.config.layers)
         for token in ids[:t]:  # positions 0 .. t-1 cached
             decode_step(model, int(token), cache)
-        keys = [k.copy() for k in cache.keys]
-        values = [v.copy() for v in cache.values]
+        keys = [None if k is None else k.copy() for k in cache.keys]
+        values = [None if v is None else v.copy() for v in cache.values]
 
         cached_step = partial(step_from, model, cache, keys, values, int(ids[t]))
         recompute_step = partial(run, model, ids[None, : t + 1])

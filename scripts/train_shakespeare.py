@@ -24,6 +24,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from numpy.typing import NDArray
 
 from lessons_lib.shakespeare import (
     MODEL_PATH,
@@ -57,7 +59,7 @@ def learning_rate(config: GPTConfig, step: int) -> float:
     return config.learning_rate * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def batches(ids: np.ndarray, config: GPTConfig):  # type: ignore[no-untyped-def]
+def batches(ids: NDArray[np.int64], config: GPTConfig) -> Iterator[torch.Tensor]:
     """Endless ``(batch, T_max + 1)`` windows at random starts, from one seeded generator."""
     rng = np.random.default_rng(DATA_SEED_OFFSET + config.seed)
     offsets = np.arange(config.context + 1)

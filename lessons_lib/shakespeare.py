@@ -57,6 +57,7 @@ __all__ = [
     "load_model",
     "load_text",
     "loss",
+    "model_from_arrays",
     "ov_circuit",
     "random_repeat",
     "repeat_keys",
@@ -339,8 +340,31 @@ def load_model(path: Path | str = MODEL_PATH, dtype: Any = np.float32) -> Shakes
     """The shipped model (or the one at ``path``) in ``dtype`` (float32, or float64 for parity checks)."""
     if dtype not in (np.float32, np.float64, "float32", "float64"):
         raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
-    arrays, c, vocabulary = load_arrays(path)
-    w = {name: a.astype(dtype) for name, a in arrays.items()}
+    arrays, config, vocabulary = load_arrays(path)
+    return model_from_arrays(arrays, config, vocabulary, dtype)
+
+
+def model_from_arrays(
+    arrays: dict[str, NDArray[Any]], config: GPTConfig, vocabulary: Vocabulary, dtype: Any = np.float32
+) -> ShakespeareModel:
+    """A model holding copies of ``arrays`` (named and shaped as `array_shapes` ``(config)`` lists them)
+    in ``dtype``: for weights changed in memory, e.g. a multi-head model converted to fewer K/V heads."""
+    if dtype not in (np.float32, np.float64, "float32", "float64"):
+        raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. load_arrays()[1]")
+    _check_vocabulary(vocabulary)
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of name -> NumPy array (load_arrays()[0]), got {type(arrays).__name__}")
+    shapes = array_shapes(config)
+    wrong = sorted(n for n, shape in shapes.items() if n not in arrays or np.shape(arrays[n]) != shape)
+    if wrong:
+        raise ValueError(
+            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
+        )
+    if len(vocabulary) != config.vocab:
+        raise ValueError(f"the vocabulary has {len(vocabulary)} characters, the config V = {config.vocab}")
+    c = config
+    w = {name: np.asarray(arrays[name]).astype(dtype) for name in shapes}
     blocks = tuple(
         ShakespeareBlock(
             GroupedQueryAttention.from_weights(

@@ -24,6 +24,20 @@ w = sh.run(m, ids)[1][0]
 
 SHAKESPEARE_ROWS: list[tuple[str, str, Callable[[], Any], type, str]] = [
     (
+        "shakespeare.model_from_arrays",
+        "sh_model_from_arrays_empty",
+        lambda: sh.model_from_arrays({}, m.config, V),
+        ValueError,
+        "arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen ['block0_b_in', 'block0_b_out', 'block0_norm1_bias', 'block0_norm1_gain']",
+    ),
+    (
+        "shakespeare.model_from_arrays",
+        "sh_model_from_arrays_other_vocabulary",
+        lambda: sh.model_from_arrays(sh.load_arrays()[0], m.config, sh.Vocabulary("ab")),
+        ValueError,
+        "the vocabulary has 2 characters, the config V = 83",
+    ),
+    (
         "shakespeare.GPTConfig",
         "sh_config_width_not_divisible",
         lambda: sh.GPTConfig(width=130),

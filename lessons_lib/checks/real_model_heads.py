@@ -53,18 +53,19 @@ LESSON_SIZES = (32, 83, 128, 255, 256, 257)
 
 def _written_sizes(function: Any) -> list[int]:
     """The lesson's sizes (`LESSON_SIZES`) that ``function``'s code (nested code too) writes as literals."""
+    return sorted(_int_literals(function) & set(LESSON_SIZES))
+
+
+def _int_literals(function: Any) -> set[int]:
+    """Every int literal of ``function``'s code, nested code included."""
     found: set[int] = set()
     pending = [getattr(function, "__code__", None)]
     while pending:
         code = pending.pop()
-        if code is None:
-            continue
-        for constant in code.co_consts:
-            if hasattr(constant, "co_consts"):
-                pending.append(constant)
-            elif type(constant) is int and constant in LESSON_SIZES:
-                found.add(constant)
-    return sorted(found)
+        if code is not None:
+            pending += [c for c in code.co_consts if hasattr(c, "co_consts")]
+            found |= {c for c in code.co_consts if type(c) is int}
+    return found
 
 
 def _quiet(question: str, function: Any, args: tuple[Any, ...], what: str) -> Any:
@@ -120,6 +121,9 @@ def check_bits_function(function: Any) -> Verdict:
             (n * math.log(10) / math.log(2), "you converted as if the loss were in base-10 digits: it is in nats "
                                              "(natural log), divide by ln 2 only"),
         ])
+        if mistake is None:
+            mistake = first_match(got, [(np.trunc(right), "the result was cut to a whole number (int or //): return "
+                                                          "the loss in bits as a float, nats / ln 2")])
         if mistake is None:
             rounded = "the result was rounded: return it unrounded (round only when you print it)"
             mistake = first_match(got, [(np.round(right, digits), rounded) for digits in (1, 2, 3, 4)])
@@ -473,6 +477,11 @@ def check_decode_step_function(function: Any) -> Verdict:
         model = checker_model(sizes, seed=trial)
         ids = np.random.default_rng(20 + trial).integers(0, sizes[0], size=DECODE_STEPS)
         verdict = _decode_once(question, function, model, ids)
+        written = _written_sizes(function) + ([4] if 4 in _int_literals(function) else [])
+        if verdict is not None and verdict.answered and written:
+            return failed(question, f"your step has the lesson's sizes written in ({', '.join(map(str, written))}: "
+                                    f"h = h_kv = 4, d_h = 32, D = 128, V = 83), so it fails on a model of other sizes "
+                                    f"({verdict.message}); read them from the model, e.g. block.attention.kv_heads")
         if verdict is not None:
             if trial == 1 and verdict.answered:
                 V, _, D, h, h_kv, layers, _ = sizes

@@ -47,6 +47,7 @@ __all__ = [
     "Vocabulary",
     "array_shapes",
     "check_ablate",
+    "check_arrays",
     "check_tokens",
     "copying_scores",
     "decode_step",
@@ -344,6 +345,18 @@ def load_model(path: Path | str = MODEL_PATH, dtype: Any = np.float32) -> Shakes
     return model_from_arrays(arrays, config, vocabulary, dtype)
 
 
+def check_arrays(arrays: Any, config: Any) -> None:
+    """``arrays``: a dict holding every array `array_shapes` ``(config)`` names, with that shape."""
+    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. load_arrays()[1]")
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of name -> NumPy array (load_arrays()[0]), got {type(arrays).__name__}")
+    wrong = sorted(n for n, shape in array_shapes(config).items() if n not in arrays or np.shape(arrays[n]) != shape)
+    if wrong:
+        raise ValueError(
+            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
+        )
+
+
 def model_from_arrays(
     arrays: dict[str, NDArray[Any]], config: GPTConfig, vocabulary: Vocabulary, dtype: Any = np.float32
 ) -> ShakespeareModel:
@@ -351,20 +364,12 @@ def model_from_arrays(
     in ``dtype``: for weights changed in memory, e.g. a multi-head model converted to fewer K/V heads."""
     if dtype not in (np.float32, np.float64, "float32", "float64"):
         raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
-    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. load_arrays()[1]")
+    check_arrays(arrays, config)
     _check_vocabulary(vocabulary)
-    if not isinstance(arrays, dict):
-        raise TypeError(f"arrays must be a dict of name -> NumPy array (load_arrays()[0]), got {type(arrays).__name__}")
-    shapes = array_shapes(config)
-    wrong = sorted(n for n, shape in shapes.items() if n not in arrays or np.shape(arrays[n]) != shape)
-    if wrong:
-        raise ValueError(
-            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
-        )
     if len(vocabulary) != config.vocab:
         raise ValueError(f"the vocabulary has {len(vocabulary)} characters, the config V = {config.vocab}")
     c = config
-    w = {name: np.asarray(arrays[name]).astype(dtype) for name in shapes}
+    w = {name: np.asarray(arrays[name]).astype(dtype) for name in array_shapes(config)}
     blocks = tuple(
         ShakespeareBlock(
             GroupedQueryAttention.from_weights(

@@ -40,6 +40,7 @@ from lessons_lib.shakespeare import (
     Vocabulary,
     array_shapes,
     check_ablate,
+    check_arrays,
     check_tokens,
     head_scores,
     load_arrays,
@@ -149,7 +150,7 @@ class CharGPT(nn.Module):
         cls, arrays: dict[str, NDArray[Any]], config: GPTConfig, dtype: torch.dtype = torch.float32
     ) -> CharGPT:
         """A model holding the given ``(in, out)`` arrays (e.g. `shakespeare.load_arrays`), in ``dtype``."""
-        _check_arrays(arrays, config)
+        check_arrays(arrays, config)
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
         with torch.random.fork_rng(devices=[]):
@@ -178,22 +179,10 @@ class CharGPT(nn.Module):
         return model
 
 
-def _check_arrays(arrays: Any, config: Any) -> None:
-    check_instance("config", config, GPTConfig, "a shakespeare.GPTConfig, e.g. load_arrays()[1]")
-    if not isinstance(arrays, dict):
-        raise TypeError(f"arrays must be a dict of name -> NumPy array (load_arrays()[0]), got {type(arrays).__name__}")
-    shapes = array_shapes(config)
-    wrong = sorted(n for n, shape in shapes.items() if n not in arrays or np.shape(arrays[n]) != shape)
-    if wrong:
-        raise ValueError(
-            f"arrays do not fit the config's sizes (see array_shapes(config)): missing or misshapen {wrong[:4]}"
-        )
-
-
 def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens: Tensor) -> Tensor:
     """The same model written a second way, from the arrays alone: ``F.layer_norm`` via ``nn.LayerNorm``
     modules and ``F.scaled_dot_product_attention(is_causal=True)`` with K/V heads repeated for GQA."""
-    _check_arrays(arrays, config)
+    check_arrays(arrays, config)
     if not isinstance(tokens, Tensor) or tokens.ndim != 2 or tokens.dtype != torch.int64:
         got = f"{type(tokens).__name__} {getattr(tokens, 'dtype', '')} {tuple(getattr(tokens, 'shape', ()))}"
         raise TypeError(f"tokens must be an int64 tensor (B, T) of character ids, got {got}")

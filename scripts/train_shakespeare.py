@@ -42,7 +42,7 @@ from lessons_lib.shakespeare import (
     save_arrays,
     validation_windows,
 )
-from lessons_lib.shakespeare_torch import CharGPT
+from lessons_lib.shakespeare_torch import CharGPT, validation_loss
 
 THREADS = 2
 EVAL_EVERY = 250  # the curve's validation loss, on EVAL_WINDOWS fixed windows
@@ -66,18 +66,6 @@ def batches(ids: NDArray[np.int64], config: GPTConfig) -> Iterator[torch.Tensor]
     while True:
         starts = rng.integers(0, len(ids) - config.context - 1, size=config.batch)
         yield torch.from_numpy(ids[starts[:, None] + offsets])
-
-
-def evaluate(model: CharGPT, windows: torch.Tensor, chunk: int = 64) -> float:
-    """Mean next-character loss over ``windows (N, T + 1)``, in nats per character."""
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(windows), chunk):
-            w = windows[i : i + chunk]
-            logits, _ = model(w[:, :-1])
-            total += F.cross_entropy(logits.flatten(0, 1), w[:, 1:].flatten(), reduction="sum").item()
-            count += w[:, 1:].numel()
-    return total / count
 
 
 def train(
@@ -109,7 +97,7 @@ def train(
         for step in range(config.steps):
             if eval_every and step % eval_every == 0:
                 curve["step"].append(step)
-                curve["validation_loss"].append(round(evaluate(model, held_out), 4))
+                curve["validation_loss"].append(round(validation_loss(model, held_out), 4))
             for group in optimiser.param_groups:
                 group["lr"] = learning_rate(config, step)
             window = next(stream)
@@ -128,7 +116,7 @@ def train(
                 )
         if eval_every:
             curve["step"].append(config.steps)
-            curve["validation_loss"].append(round(evaluate(model, held_out), 4))
+            curve["validation_loss"].append(round(validation_loss(model, held_out), 4))
         seconds = time.perf_counter() - start
     finally:
         torch.set_num_threads(before)

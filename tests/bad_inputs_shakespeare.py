@@ -24,6 +24,13 @@ w = sh.run(m, ids)[1][0]
 
 SHAKESPEARE_ROWS: list[tuple[str, str, Callable[[], Any], type, str]] = [
     (
+        "shakespeare.check_arrays",
+        "sh_check_arrays_list",
+        lambda: sh.check_arrays([], m.config),
+        TypeError,
+        "arrays must be a dict of name -> NumPy array (load_arrays()[0]), got list",
+    ),
+    (
         "shakespeare.model_from_arrays",
         "sh_model_from_arrays_empty",
         lambda: sh.model_from_arrays({}, m.config, V),

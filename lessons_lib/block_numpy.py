@@ -225,6 +225,8 @@ class Block:
         check_array("x", x, "numpy", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
         check_finite("x", x)
+        if x.shape[1] == 0:  # a softmax over no position is undefined (the torch block says the same)
+            raise ValueError(f"x has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
         allowed = causal_mask(x.shape[1]) if check_flag("causal", causal) else None
         normalised = _layer_norm(x, self.norm1_gain, self.norm1_bias, self.eps)  # finite: its variance was checked
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in words

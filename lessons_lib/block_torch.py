@@ -213,6 +213,8 @@ class Block(nn.Module):
         check_array("x", x, "torch", "(B, T, D)", self.dtype)
         check_width("x", tuple(x.shape), self.width)
         check_finite("x", x)
+        if x.shape[1] == 0:  # a softmax over no position is undefined (the NumPy block says the same)
+            raise ValueError(f"x has no tokens (T=0, shape {tuple(x.shape)}); give at least one token")
         allowed = causal_mask(x.shape[1]).to(x.device) if check_flag("causal", causal) else None
         normalised = _layer_norm(x, self.norm1.weight, self.norm1.bias, self.eps)
         attended, weights = self.attention(normalised, allowed=allowed)

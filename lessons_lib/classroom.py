@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lessons_lib.checks import SOLUTION_FIRST_LINE
-from lessons_lib.cli import LESSON_PATTERN, default_source
+from lessons_lib.lesson_files import LESSON_PATTERN, default_source
 
 __all__ = [
     "BEGIN_SOLUTION",

@@ -4,6 +4,7 @@ instructors' hand-out without solutions.
     several-heads lab [DIR] [-- JUPYTER_ARGS]     prepare DIR (default my-lessons/), open lesson 01
     several-heads prepare DIR [--fresh LESSON]    write or refresh the learner copy in DIR
     several-heads student DIR                     the instructors' version: no solutions, no outputs
+    several-heads doctor                          a learner's self-check: OK or FAIL per requirement
 
 The committed notebooks (``notebooks/`` of the repository) stay the source: strict nbval and the
 website read them with their stored outputs. The learner copy is the same lessons with no output
@@ -38,10 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lessons_lib.lesson_files import LESSON_PATTERN, default_source
+
 PROGRAM = "several-heads"
 DEFAULT_LAB_DIR = Path("my-lessons")
 MANIFEST = ".several-heads.json"
-LESSON_PATTERN = "[0-9][0-9]_*.ipynb"
 SOLUTION_TAG = "solution"
 COLAB_TITLE = "#@title "  # a solution's first line in the learner copy: the bar Colab shows for it
 
@@ -57,11 +59,6 @@ class CommandError(Exception):
 
 
 # --- where the lessons come from --------------------------------------------------------------------
-
-
-def default_source() -> Path:
-    """``notebooks/`` beside the package: the repository's lessons when installed with ``pip install -e .``."""
-    return Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def find_lessons(source: Path | None) -> list[Path]:
@@ -363,6 +360,25 @@ def student_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_argument(parser)
 
 
+def doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # no arguments
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    del args
+    from lessons_lib.doctor import run_checks
+
+    found = run_checks()
+    for check in found:
+        print(check)
+    failed = [check.name for check in found if not check.ok]
+    if failed:
+        print(f"{len(failed)} of {len(found)} checks failed ({', '.join(failed)}): fix them before the first lesson.")
+        return 1
+    print(f"All {len(found)} checks passed: `{PROGRAM} lab` opens the lessons.")
+    return 0
+
+
 def run_student(args: argparse.Namespace) -> int:
     import nbformat
 
@@ -440,6 +456,16 @@ COMMANDS = [
         run_student,
     ),
     Command(
+        "doctor",
+        "check this machine before the first lesson: Python, packages, lessons, data",
+        "Check, one line each with OK or FAIL and what to do: the Python version, each package the lessons "
+        "import (installed, and at least the oldest version the course is tested with), the lessons folder, "
+        "the shipped data, and one small attention layer computed by NumPy and by PyTorch. Exit code 1 if a "
+        "check fails.",
+        doctor_arguments,
+        run_doctor,
+    ),
+    Command(
         "nbgrader",
         "write an nbgrader course from the lessons into COURSE_DIR",
         "Write COURSE_DIR/nbgrader_config.py and COURSE_DIR/source/<lesson>/<lesson>.ipynb for every lesson: "
@@ -461,6 +487,7 @@ instructors' version without solutions.
   {PROGRAM} lab --fresh 02         set your copy of lesson 02 aside, write a fresh one, open lab
   {PROGRAM} student DIR            the instructors' hand-out: no solutions, no outputs
   {PROGRAM} nbgrader COURSE_DIR    an nbgrader course of the lessons, for autograding
+  {PROGRAM} doctor                 check Python, the packages and the data before the first lesson
 
 Your copy has no stored outputs (a prediction's answer appears when you run its cell), blank
 exercises and collapsed solutions. Refreshing it adds new lessons and updates the ones you have

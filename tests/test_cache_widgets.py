@@ -250,3 +250,19 @@ def test_head_sharing_readout_keeps_i_g_together() -> None:
     sharing.controls["mapping"].value = "tile"
     assert sharing.data["readout"].endswith("compare with i // g.")
     assert "i\u00a0//\u00a0g." in sharing.readout.value, "the readout may break the line before a lone 'g.'"
+
+
+def test_the_calculator_says_what_it_did_with_an_entry_it_cannot_use() -> None:
+    """Issue 31: a context or batch of 0 (or past the calculator's range) is counted as the nearest usable
+    value, and the readout says so first; a usable entry gets no such note."""
+    calc = KVCacheCalculator()
+    calc.controls["tokens"].value = 0
+    assert calc.data["tokens"] == 1
+    assert calc.data["readout"].startswith("A context of 0 tokens holds no cache: counted as 1.")
+    calc.controls["batch"].value = -3
+    assert "A batch of -3 holds no cache: counted as 1." in calc.data["readout"] and calc.data["batch"] == 1
+    calc.controls["tokens"].value = 20_000_000
+    assert "A context of 20,000,000 tokens is more than this calculator counts (10,000,000): counted as " \
+        "10,000,000." in calc.data["readout"]
+    calc.controls["tokens"].value, calc.controls["batch"].value = 4096, 1
+    assert calc.data["readout"].startswith("Llama 3 8B: 32 layers")

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from lessons_lib import cli
+from lessons_lib import cli, lesson_files
 
 # nbformat's builders are untyped; typed names here keep mypy strict about everything else.
 new_code_cell: Callable[..., Any] = v4.new_code_cell
@@ -378,7 +378,7 @@ def prepare_default(capsys: pytest.CaptureFixture[str], folder: Path) -> str:
 
 
 def test_the_lessons_are_found_beside_the_package() -> None:
-    assert cli.default_source() == NOTEBOOKS
+    assert lesson_files.default_source() == NOTEBOOKS
     assert cli.find_lessons(None) == sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 

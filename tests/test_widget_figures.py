@@ -31,7 +31,7 @@ from lessons_lib.kv_cache import MODELS, kv_head_options
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.shakespeare import ShakespeareModel, load_model
 from lessons_lib.widgets.base import DISPLAY_DPI, LessonWidget
-from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
+from lessons_lib.widgets.cache_widgets import MAX_BATCH, MAX_TOKENS, HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer
 from lessons_lib.widgets.induction_widgets import InductionExplorer
 from lessons_lib.widgets.shakespeare_widgets import TextExplorer
@@ -76,7 +76,7 @@ def cache_states(widget: LessonWidget) -> list[State]:
     states: list[State] = []
     for name in MODELS:
         states += [{"model": name}, {"kv_heads": kv_head_options(MODELS[name].heads)[0]}]
-    largest = {name: widget.controls[name].max for name in ("tokens", "batch")}
+    largest = {"tokens": MAX_TOKENS, "batch": MAX_BATCH}
     sizes = [{"bytes_per_element": size} for _, size in widget.controls["bytes_per_element"].options]
     return [*states, largest, *sizes]
 

@@ -29,6 +29,10 @@ SHARING_SIZE = (7.5, 2.6)
 SHARING_LEFT = 1.0  # the row names ("query heads", "K/V heads") at 9 pt
 
 
+MAX_TOKENS = 10_000_000  # the longest context the calculator counts
+MAX_BATCH = 4096
+
+
 class KVCacheCalculator(LessonWidget):
     """Pick a model, ``h_kv`` (a divisor of its ``h``), context length, batch and element size.
 
@@ -39,7 +43,9 @@ class KVCacheCalculator(LessonWidget):
     and ``total`` (bytes for the chosen ``h_kv``), ``window`` (the model's sliding window or
     ``None``), ``cached`` (tokens kept per sequence: ``min(tokens, window)``), the chart's ``title``
     and the ``readout`` text. A model with a sliding window keeps only the last ``window`` tokens,
-    so every bar counts ``cached`` tokens and the readout says so.
+    so every bar counts ``cached`` tokens and the readout says so. A context or batch it cannot use (below
+    1, above `MAX_TOKENS` / `MAX_BATCH`) is counted as the nearest usable value, and the readout starts by
+    saying so.
     """
 
     def __init__(self, model: str = "Llama 3 8B", tokens: int = 4096, batch: int = 1) -> None:
@@ -51,8 +57,10 @@ class KVCacheCalculator(LessonWidget):
             "kv_heads": widgets.Dropdown(
                 options=kv_head_options(preset.heads), value=preset.kv_heads, description="h_kv"
             ),
-            "tokens": widgets.BoundedIntText(value=tokens, min=1, max=10_000_000, description="context (tokens)"),
-            "batch": widgets.BoundedIntText(value=batch, min=1, max=4096, description="batch"),
+            # Plain IntText: a bounded box would change an entry it cannot use (0) without a word;
+            # `_compute` counts the nearest usable value and the readout says so.
+            "tokens": widgets.IntText(value=tokens, description="context (tokens)"),
+            "batch": widgets.IntText(value=batch, description="batch"),
             "bytes_per_element": widgets.Dropdown(options=BYTES_PER_ELEMENT, value=2, description="element"),
         }
         super().__init__(
@@ -67,6 +75,14 @@ class KVCacheCalculator(LessonWidget):
 
     def _compute(self) -> dict[str, Any]:
         values = {name: control.value for name, control in self.controls.items()}
+        notes = []
+        for name, what, high in (("tokens", "context", MAX_TOKENS), ("batch", "batch", MAX_BATCH)):
+            entered = values[name]
+            values[name] = min(max(int(entered), 1), high)
+            if values[name] != entered:
+                unit = " tokens" if name == "tokens" else ""
+                reason = "holds no cache" if entered < 1 else f"is more than this calculator counts ({high:,})"
+                notes.append(f"A {what} of {entered:,}{unit} {reason}: counted as {values[name]:,}.")
         preset, kv_heads = MODELS[values["model"]], values["kv_heads"]
         rows = ladder(preset, kv_heads, values["tokens"], values["batch"], values["bytes_per_element"])
         per_token = ladder(preset, kv_heads, 1, 1, values["bytes_per_element"])[1][2]
@@ -87,6 +103,8 @@ class KVCacheCalculator(LessonWidget):
             f"{values['batch']:,} x {cached:,} cached tokens.{kept} "
             f"The released model uses h_kv={preset.kv_heads}."
         )
+        if notes:
+            readout = " ".join(notes) + " " + readout
         title = f"{preset.name}: {values['batch']:,} x {tokens:,} tokens"
         if window is not None:
             title += f" (window {window:,}: {cached:,} kept)"

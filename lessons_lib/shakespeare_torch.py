@@ -14,6 +14,12 @@ its attention (``kv_heads == heads``: ordinary multi-head attention) and a causa
 this module's `CharGPT.arrays` writes; `reference_logits` computes the same function a second way,
 with ``F.scaled_dot_product_attention`` and ``nn.LayerNorm`` only, for the parity tests.
 
+`latent_kv` gives every block a latent K/V cache (lesson 07's ``W_dkv``, ``W_uk``, ``W_uv`` as trainable
+layers, cut from the trained projections or fresh): ``scripts/cache_ladder.py`` trains it, and the GQA/MQA
+shapes, for the cache-versus-quality ladder of lesson 10's section 6. Training and long evaluations
+pass ``need_weights=False``: the same function through ``F.scaled_dot_product_attention``, which never
+builds the ``(B, h, T, T)`` weights.
+
 `measure` computes the numbers lesson 10 quotes that take too long for a notebook (the loss over all
 487 K validation characters, 20 ablations), stored by ``scripts/train_shakespeare.py`` in
 ``lessons_lib/data/shakespeare_gpt.json``; the lesson recomputes a sample of each in NumPy and
@@ -32,6 +38,7 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
+from lessons_lib.cache_ladder import latent_factors
 from lessons_lib.gqa_torch import GroupedQueryAttention
 from lessons_lib.mha_torch import causal_mask
 from lessons_lib.shakespeare import (
@@ -49,9 +56,9 @@ from lessons_lib.shakespeare import (
     loss,
     validation_windows,
 )
-from lessons_lib.validation import check_instance
+from lessons_lib.validation import check_instance, check_int
 
-__all__ = ["CharGPT", "GPTBlock", "baselines", "measure", "reference_logits", "validation_loss"]
+__all__ = ["CharGPT", "GPTBlock", "baselines", "latent_kv", "measure", "reference_logits", "validation_loss"]
 
 
 class GPTBlock(nn.Module):
@@ -67,12 +74,25 @@ class GPTBlock(nn.Module):
         self.ffn_in = nn.Linear(D, config.hidden)
         self.ffn_out = nn.Linear(config.hidden, D)
 
-    def forward(self, x: Tensor, allowed: Tensor, off: list[int] | None = None) -> tuple[Tensor, Tensor]:
-        """``x (B, T, D)`` -> ``(x (B, T, D), weights (B, h, T, T))``; heads in ``off`` write nothing."""
+    def forward(
+        self, x: Tensor, allowed: Tensor, off: list[int] | None = None, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """``x (B, T, D)`` -> ``(x (B, T, D), weights (B, h, T, T))``; heads in ``off`` write nothing.
+
+        ``need_weights=False`` (training, long evaluations): the same function through
+        ``F.scaled_dot_product_attention``, which never builds the ``(B, h, T, T)`` weights (4x faster
+        with 16 heads here); the weights returned are then ``None``.
+        """
         a = self.attention
         z = self.norm1(x)
         k, v = a._keys_values(z)  # (B, h_kv, T, d_h) each
-        if off:  # zero the ablated heads' outputs before W_o: they then write nothing
+        weights: Tensor | None
+        if not need_weights and not off:
+            q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
+            k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
+            heads_out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, d_h)
+            out, weights = a.wo(heads_out.transpose(1, 2).flatten(-2)), None
+        elif off:  # zero the ablated heads' outputs before W_o: they then write nothing
             q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
             k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
             scores = (q @ k.transpose(-1, -2)) / a.head_width**0.5
@@ -107,10 +127,11 @@ class CharGPT(nn.Module):
         self.norm_f = nn.LayerNorm(config.width)
         self.unembed = nn.Linear(config.width, config.vocab, bias=False)
 
-    def forward(self, tokens: Tensor, ablate: Any = ()) -> tuple[Tensor, list[Tensor]]:
+    def forward(self, tokens: Tensor, ablate: Any = (), need_weights: bool = True) -> tuple[Tensor, list[Tensor]]:
         """``tokens (B, T)`` int64, ``T <= context`` -> ``(logits (B, T, V), weights per block (B, h, T, T))``.
 
         ``ablate``: ``(layer, head)`` pairs whose heads write nothing (their weights are still returned).
+        ``need_weights=False``: no weights are built (an empty list; see `GPTBlock.forward`).
         """
         check_tokens(tokens.numpy() if tokens.device.type == "cpu" else tokens.cpu().numpy(), self.config)
         off = check_ablate(ablate, self.config)
@@ -119,8 +140,9 @@ class CharGPT(nn.Module):
         x = self.token(tokens) + self.position[:T]
         weights = []
         for i, block in enumerate(self.blocks):
-            x, w = block(x, allowed, [head for layer, head in off if layer == i])
-            weights.append(w)
+            x, w = block(x, allowed, [head for layer, head in off if layer == i], need_weights)
+            if w is not None:
+                weights.append(w)
         return self.unembed(self.norm_f(x)), weights
 
     def arrays(self) -> dict[str, NDArray[np.float32]]:
@@ -135,8 +157,8 @@ class CharGPT(nn.Module):
         }
         for i, b in enumerate(self.blocks):
             a = b.attention
-            named |= {f"block{i}_wq": a.wq.weight.T, f"block{i}_wk": a.wk.weight.T}
-            named |= {f"block{i}_wv": a.wv.weight.T, f"block{i}_wo": a.wo.weight.T}
+            named |= {f"block{i}_wq": a.wq.weight.T, f"block{i}_wk": _projection(a.wk).T}
+            named |= {f"block{i}_wv": _projection(a.wv).T, f"block{i}_wo": a.wo.weight.T}
             named |= {f"block{i}_norm1_gain": b.norm1.weight, f"block{i}_norm1_bias": b.norm1.bias}
             named |= {f"block{i}_norm2_gain": b.norm2.weight, f"block{i}_norm2_bias": b.norm2.bias}
             named |= {f"block{i}_w_in": b.ffn_in.weight.T, f"block{i}_b_in": b.ffn_in.bias}
@@ -177,6 +199,60 @@ class CharGPT(nn.Module):
                     value = value.T  # (in, out) -> nn.Linear's (out, in)
                 params[param_name].copy_(torch.from_numpy(np.ascontiguousarray(value)).to(dtype))
         return model
+
+
+def _projection(layer: nn.Module) -> Tensor:
+    """The ``(out, in)`` matrix of a bias-free ``nn.Linear``, or of a latent ``down -> up`` pair
+    (`latent_kv`): ``up.weight @ down.weight``."""
+    if isinstance(layer, nn.Linear):
+        return layer.weight
+    if not isinstance(layer, nn.Sequential) or len(layer) != 2:
+        raise TypeError(f"expected an nn.Linear or a latent nn.Sequential(down, up), got {layer!r}")
+    down, up = layer[0], layer[1]  # down (D -> d_c), up (d_c -> h_kv d_h)
+    assert isinstance(down, nn.Linear) and isinstance(up, nn.Linear)
+    product: Tensor = up.weight @ down.weight
+    return product
+
+
+def latent_kv(model: CharGPT, rank: int, from_weights: bool = True, seed: int = 0) -> CharGPT:
+    """Give every block of ``model`` a latent K/V cache of ``rank = d_c`` numbers per token (in place).
+
+    Each block's ``wk`` and ``wv`` become ``nn.Sequential(down, up_k)`` and ``nn.Sequential(down,
+    up_v)`` with one shared ``down (D -> d_c)``, lesson 07's ``W_dkv``, ``W_uk``, ``W_uv`` without the
+    latent's RMSNorm or a rotary part (the model has learned positions). ``from_weights``: the factors
+    of the block's current ``[W_k | W_v]`` by `cache_ladder.latent_factors` (the best rank-``d_c``
+    approximation, the conversion); otherwise fresh ``nn.Linear`` initial weights from ``seed``
+    (training a latent model from scratch). Returns ``model``; `CharGPT.arrays` then writes the
+    products ``W_dkv W_uk`` and ``W_dkv W_uv``, so the NumPy model runs the same function.
+    """
+    check_instance("model", model, CharGPT, "a shakespeare_torch.CharGPT")
+    config = model.config
+    kv = config.kv_heads * config.head_width
+    rank = check_int("rank", rank, symbol="d_c")
+    if rank > min(config.width, 2 * kv):
+        raise ValueError(f"rank d_c = {rank} is larger than [W_k | W_v] ({config.width}, {2 * kv}) can use")
+    generator = torch.Generator().manual_seed(int(seed))
+    for block in model.blocks:
+        a = block.attention
+        if not isinstance(a.wk, nn.Linear):
+            raise ValueError("the model already has a latent K/V cache")
+        dtype = a.wq.weight.dtype
+        down = nn.Linear(config.width, rank, bias=False, dtype=dtype)
+        up_k, up_v = nn.Linear(rank, kv, bias=False, dtype=dtype), nn.Linear(rank, kv, bias=False, dtype=dtype)
+        with torch.no_grad():
+            if from_weights:
+                wk, wv = a.wk.weight.T.double().numpy(), a.wv.weight.T.double().numpy()  # (D, h_kv d_h)
+                w_dkv, w_uk, w_uv = latent_factors(wk, wv, rank)
+                for layer, w in ((down, w_dkv), (up_k, w_uk), (up_v, w_uv)):
+                    layer.weight.copy_(torch.from_numpy(w.T.copy()))
+            else:
+                for layer in (down, up_k, up_v):  # nn.Linear's own default: uniform in +-1/sqrt(fan_in)
+                    bound = 1 / layer.in_features**0.5
+                    layer.weight.uniform_(-bound, bound, generator=generator)
+        # one down-projection (one cached latent) shared by the keys and the values
+        setattr(a, "wk", nn.Sequential(down, up_k))  # noqa: B010 (the attribute is typed nn.Linear)
+        setattr(a, "wv", nn.Sequential(down, up_v))  # noqa: B010
+    return model
 
 
 def reference_logits(arrays: dict[str, NDArray[Any]], config: GPTConfig, tokens: Tensor) -> Tensor:
@@ -225,8 +301,11 @@ SAMPLE_WINDOWS = 16  # the sample lesson 10 computes live in NumPy (4 K characte
 NANOGPT_BABY = 1.88
 
 
-def validation_loss(model: CharGPT, windows: torch.Tensor, ablate: Any = (), chunk: int = 50) -> float:
-    """Mean next-character loss in nats over ``windows (N, T + 1)``; ``ablate`` as in `shakespeare.run`."""
+def validation_loss(
+    model: CharGPT, windows: torch.Tensor, ablate: Any = (), chunk: int = 50, fast: bool = False
+) -> float:
+    """Mean next-character loss in nats over ``windows (N, T + 1)``; ``ablate`` as in `shakespeare.run`;
+    ``fast``: through ``F.scaled_dot_product_attention`` (no ablation; the same loss to float rounding)."""
     check_instance("model", model, CharGPT, "a shakespeare_torch.CharGPT")
     if not isinstance(windows, Tensor) or windows.ndim != 2 or windows.shape[1] < 2:
         raise TypeError(f"windows must be an int64 tensor (N, T + 1) of character ids, got {type(windows).__name__}")
@@ -234,7 +313,7 @@ def validation_loss(model: CharGPT, windows: torch.Tensor, ablate: Any = (), chu
     with torch.no_grad():
         for i in range(0, len(windows), chunk):
             w = windows[i : i + chunk]
-            logits, _ = model(w[:, :-1], ablate)
+            logits, _ = model(w[:, :-1], ablate, need_weights=not fast)
             total += F.cross_entropy(logits.flatten(0, 1), w[:, 1:].flatten(), reduction="sum").item()
             count += w[:, 1:].numel()
     return total / count

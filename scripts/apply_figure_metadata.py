@@ -126,6 +126,12 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
         "axes (spaces shown as open boxes), one for each head with the best previous-character, word-start, "
         "last-break and repeat score, each titled with its layer and head."
     ),
+    ("10", "plot_cache_ladder("): (
+        "Two panels of validation loss against cache bytes per token on a log scale: hollow grey markers for "
+        "the converted models before any training, blue for the same models after 225 more steps, orange for "
+        "shapes trained from scratch; circles for MHA, GQA and MQA, diamonds for latent caches, a dashed line "
+        "at the shipped model's loss. The left panel shows every model, the right zooms in on the trained ones."
+    ),
     ("10", "plot_ablation("): (
         "Left, a grid of the validation loss added by zeroing each of the 16 heads, rows for the four layers and "
         "columns for the heads, each cell labelled with its value; right, horizontal bars of the loss added by "

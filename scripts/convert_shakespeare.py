@@ -7,11 +7,13 @@ The first rung of issue 30's cache-versus-quality ladder, measured on the shippe
 changes only the key and value projections ``W_k, W_v (D, h_kv * d_h)`` of every block:
 
 - **GQA / MQA by pooling** (lesson 06, Ainslie et al. 2023's conversion before their uptraining):
-  `gqa_numpy.pool_kv_columns` averages the K (and V) columns of each group of ``g = h / h_kv`` heads;
+  `cache_ladder.pooled_arrays` (`gqa_numpy.pool_kv_columns`) averages the K (and V) columns of each
+  group of ``g = h / h_kv`` heads;
   a token then caches ``2 * h_kv * d_h`` numbers per layer instead of ``2 * h * d_h``.
 - **A latent by truncated SVD** (lesson 07's ``W_dkv`` / ``W_uk`` / ``W_uv``): the stacked
   ``[W_k | W_v] (D, 2 h d_h) = U S V^T`` is cut to its ``d_c`` largest singular values,
-  ``W_dkv = U_c S_c (D, d_c)`` and ``[W_uk | W_uv] = V_c^T (d_c, 2 h d_h)``; a token caches the latent
+  ``W_dkv = U_c sqrt(S_c) (D, d_c)`` and ``[W_uk | W_uv] = sqrt(S_c) V_c^T (d_c, 2 h d_h)``
+  (`cache_ladder.latent_factors`); a token caches the latent
   ``c = LN1(x) @ W_dkv``, ``d_c`` numbers per layer. The model has learned absolute positions, no
   rotary part, so nothing needs decoupling: the product ``W_dkv @ W_uk`` is a rank-``d_c`` ``W_k``, and
   the loss is measured with exactly that (absorption changes the cost, not the function: lesson 07).
@@ -21,8 +23,8 @@ changes only the key and value projections ``W_k, W_v (D, h_kv * d_h)`` of every
 For each variant: the numbers cached per token and layer, the bytes per token for the whole model at
 2 bytes per number (16-bit caches, as lesson 06 counts), and the validation loss on the same 400
 windows as the ablations of ``shakespeare_gpt.json`` (PyTorch), plus the loss on the 16 windows lesson 10
-uses (NumPy; ``tests/test_shakespeare_conversions.py`` recomputes two of them). No training: issue 30's
-uptraining and the head-count sweep come next.
+uses (NumPy; ``tests/test_shakespeare_conversions.py`` recomputes two of them). No training: the next rungs
+(uptraining, the same shapes from scratch, the head-count sweep) are ``scripts/cache_ladder.py``'s.
 """
 
 from __future__ import annotations
@@ -33,11 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from lessons_lib.gqa_numpy import pool_kv_columns
+from lessons_lib.cache_ladder import latent_arrays, pooled_arrays
 from lessons_lib.shakespeare import (
     DATA,
     GPTConfig,
@@ -57,29 +58,6 @@ BYTES_PER_NUMBER = 2
 Arrays = dict[str, NDArray[Any]]
 
 
-def pooled(arrays: Arrays, config: GPTConfig, kv_heads: int) -> tuple[Arrays, GPTConfig]:
-    """Every block's ``wk`` and ``wv`` pooled to ``kv_heads`` K/V heads; the config says so."""
-    out = dict(arrays)
-    for i in range(config.layers):
-        for name in ("wk", "wv"):
-            out[f"block{i}_{name}"] = pool_kv_columns(arrays[f"block{i}_{name}"], config.heads, kv_heads)
-    return out, GPTConfig(**{**config.__dict__, "kv_heads": kv_heads})
-
-
-def latent(arrays: Arrays, config: GPTConfig, rank: int) -> Arrays:
-    """Every block's ``[wk | wv]`` replaced by its best rank-``rank`` approximation (truncated SVD)."""
-    out = dict(arrays)
-    for i in range(config.layers):
-        wk, wv = arrays[f"block{i}_wk"].astype(np.float64), arrays[f"block{i}_wv"].astype(np.float64)
-        stacked = np.concatenate([wk, wv], axis=1)  # (D, 2 h_kv d_h)
-        u, s, vt = np.linalg.svd(stacked, full_matrices=False)
-        w_dkv = u[:, :rank] * s[:rank]  # (D, d_c): the down-projection to the cached latent
-        w_ukv = vt[:rank]  # (d_c, 2 h_kv d_h): the up-projections W_uk | W_uv
-        approx = (w_dkv @ w_ukv).astype(np.float32)
-        out[f"block{i}_wk"], out[f"block{i}_wv"] = approx[:, : wk.shape[1]], approx[:, wk.shape[1] :]
-    return out
-
-
 def main(argv: list[str]) -> int:
     start = time.perf_counter()
     arrays, config, vocabulary = load_arrays()
@@ -89,11 +67,11 @@ def main(argv: list[str]) -> int:
     per_layer_mha = 2 * config.kv_heads * config.head_width
     variants: list[tuple[str, str, int, Arrays, GPTConfig, int]] = []
     for kv_heads in KV_HEADS:
-        new, cfg = pooled(arrays, config, kv_heads)
+        new, cfg = pooled_arrays(arrays, config, kv_heads)
         kind = {config.heads: "MHA (shipped)", 1: "MQA (pooled)"}.get(kv_heads, "GQA (pooled)")
         variants.append((f"h_kv = {kv_heads}", kind, kv_heads, new, cfg, 2 * kv_heads * config.head_width))
     for rank in LATENT_RANKS:
-        variants.append((f"d_c = {rank}", "latent (SVD)", rank, latent(arrays, config, rank), config, rank))
+        variants.append((f"d_c = {rank}", "latent (SVD)", rank, latent_arrays(arrays, config, rank), config, rank))
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     rows: list[dict[str, Any]] = []

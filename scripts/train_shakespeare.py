@@ -74,15 +74,19 @@ def train(
     log_every: int = 100,
     eval_every: int = EVAL_EVERY,
     threads: int = THREADS,
+    model: CharGPT | None = None,
+    fast: bool = False,
 ) -> tuple[dict[str, Any], CharGPT]:
-    """Train a fresh `CharGPT` on ``threads`` CPU threads; ``eval_every = 0`` records no validation
-    curve (a quick test run)."""
+    """Train a fresh `CharGPT` (or ``model``, e.g. a converted one) on ``threads`` CPU threads;
+    ``eval_every = 0`` records no validation curve (a quick test run). ``fast``: attention through
+    ``F.scaled_dot_product_attention`` (`CharGPT.forward`'s ``need_weights=False``), the same function
+    to float rounding; ``scripts/cache_ladder.py``'s runs use it, the shipped run did not."""
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         ids = vocabulary.encode(load_text("train"))
         held_out = torch.from_numpy(validation_windows(load_text("valid"), vocabulary, config.context, EVAL_WINDOWS))
-        model = CharGPT(config)
+        model = CharGPT(config) if model is None else model
         decay = [p for n, p in model.named_parameters() if p.ndim == 2 and "position" not in n]
         other = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "position" not in n)]
         optimiser = torch.optim.AdamW(
@@ -97,11 +101,11 @@ def train(
         for step in range(config.steps):
             if eval_every and step % eval_every == 0:
                 curve["step"].append(step)
-                curve["validation_loss"].append(round(validation_loss(model, held_out), 4))
+                curve["validation_loss"].append(round(validation_loss(model, held_out, fast=fast), 4))
             for group in optimiser.param_groups:
                 group["lr"] = learning_rate(config, step)
             window = next(stream)
-            logits, _ = model(window[:, :-1])
+            logits, _ = model(window[:, :-1], need_weights=not fast)
             loss = F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
             optimiser.zero_grad(set_to_none=True)
             loss.backward()  # type: ignore[no-untyped-call]
@@ -116,7 +120,7 @@ def train(
                 )
         if eval_every:
             curve["step"].append(config.steps)
-            curve["validation_loss"].append(round(validation_loss(model, held_out), 4))
+            curve["validation_loss"].append(round(validation_loss(model, held_out, fast=fast), 4))
         seconds = time.perf_counter() - start
     finally:
         torch.set_num_threads(before)

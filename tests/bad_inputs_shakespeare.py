@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lessons_lib import cache_ladder as cl
 from lessons_lib import shakespeare as sh
 from lessons_lib import shakespeare_torch as st
 from lessons_lib.kv_cache import KVCache
@@ -340,6 +341,37 @@ SHAKESPEARE_ROWS: list[tuple[str, str, Callable[[], Any], type, str]] = [
     ),
 ]
 # Records that only hold what they are given (no bad input of their own).
+LADDER_ARRAYS, LADDER_CONFIG, _ = sh.load_arrays()
+
+CACHE_LADDER_ROWS: list[tuple[str, str, Callable[[], Any], type, str]] = [
+    ("cache_ladder.pooled_arrays", "ladder_pooled_three_kv_heads", lambda: cl.pooled_arrays(LADDER_ARRAYS, LADDER_CONFIG, 3), ValueError,
+     "kv_heads h_kv=3 must be a positive divisor of heads h=4, so that each key/value head serves the same number g = h / h_kv of query heads. Valid choices for h=4: [1, 2, 4]"),
+    ("cache_ladder.pooled_arrays", "ladder_pooled_list", lambda: cl.pooled_arrays([], LADDER_CONFIG, 2), TypeError,
+     "arrays must be a dict of name -> NumPy array (load_arrays()[0]), got list"),
+    ("cache_ladder.latent_factors", "ladder_factors_two_shapes", lambda: cl.latent_factors(np.zeros((4, 3)), np.zeros((4, 2)), 2), ValueError,
+     "wk and wv must have one shape (D, h_kv * d_h), got (4, 3) and (4, 2)"),
+    ("cache_ladder.latent_factors", "ladder_factors_rank_too_large", lambda: cl.latent_factors(np.zeros((4, 3)), np.zeros((4, 3)), 5), ValueError,
+     "rank (d_c) must be in 1 .. 4, got rank=5"),
+    ("cache_ladder.latent_factors", "ladder_factors_list", lambda: cl.latent_factors([[1.0]], np.zeros((1, 1)), 1), TypeError,
+     "wk must be an array, got list; make one first, e.g. np.asarray(wk) (or torch.tensor(wk) for a PyTorch function)"),
+    ("cache_ladder.latent_arrays", "ladder_latent_rank_zero", lambda: cl.latent_arrays(LADDER_ARRAYS, LADDER_CONFIG, 0), ValueError,
+     "rank (d_c) must be in 1 .. 128, got rank=0"),
+    ("cache_ladder.cache_numbers", "ladder_cache_numbers_text", lambda: cl.cache_numbers("c"), TypeError,
+     "config must be a shakespeare.GPTConfig, e.g. GPTConfig(), got str"),
+    ("cache_ladder.cache_numbers", "ladder_cache_numbers_float_rank", lambda: cl.cache_numbers(LADDER_CONFIG, 1.5), TypeError,
+     "rank must be an int, got float 1.5"),
+    ("cache_ladder.load_ladder", "ladder_missing_file", lambda: cl.load_ladder("/nonexistent/ladder.json"), FileNotFoundError,
+     "/nonexistent/ladder.json is missing: run `python scripts/cache_ladder.py --help` to write it"),
+    ("shakespeare_torch.latent_kv", "st_latent_kv_not_a_model", lambda: st.latent_kv("m", 4), TypeError,
+     "model must be a shakespeare_torch.CharGPT, got str"),
+    ("shakespeare_torch.latent_kv", "st_latent_kv_rank_too_large", lambda: st.latent_kv(st.CharGPT(LADDER_CONFIG), 300), ValueError,
+     "rank d_c = 300 is larger than [W_k | W_v] (128, 256) can use"),
+    ("shakespeare_torch.latent_kv", "st_latent_kv_twice", lambda: st.latent_kv(st.latent_kv(st.CharGPT(LADDER_CONFIG), 4), 4), ValueError,
+     "the model already has a latent K/V cache"),
+]
+SHAKESPEARE_ROWS += CACHE_LADDER_ROWS
+
+
 SHAKESPEARE_RECORDS = {
     "shakespeare.ShakespeareBlock": "a record built by load_model",
     "shakespeare.ShakespeareModel": "a record built by load_model",

@@ -1569,6 +1569,20 @@ BAD_INPUTS = [
     # ----- block_numpy -------------------------------------------------------------------------------
     Bad(
         "block_numpy.Block",
+        "block_numpy_no_tokens_not_causal",
+        lambda: block_numpy.Block(8, 2, 16)(np.zeros((1, 0, 8)), causal=False),
+        ValueError,
+        ("x has no tokens (T=0, shape (1, 0, 8)); give at least one token"),
+    ),
+    Bad(
+        "block_torch.Block",
+        "block_torch_no_tokens_causal",
+        lambda: block_torch.Block(8, 2, 16)(torch.zeros((1, 0, 8))),
+        ValueError,
+        ("x has no tokens (T=0, shape (1, 0, 8)); give at least one token"),
+    ),
+    Bad(
+        "block_numpy.Block",
         "block_bad_activation",
         lambda: block_numpy.Block(8, 2, 16, activation="tanh"),
         ValueError,
@@ -3180,6 +3194,20 @@ BAD_INPUTS = [
         ("[bits per character] not yet: expected an array of numbers, got str 'bits'"),
     ),
     Bad(
+        "checks.real_model_heads.check_latent_factors_function",
+        "check_latent_factors_function_blank",
+        lambda: real_model_heads.check_latent_factors_function(None),
+        RETURNS,
+        ("[latent factors] not answered yet: write the body: return w_dkv, w_uk, w_uv"),
+    ),
+    Bad(
+        "checks.real_model_heads.check_latent_factors_function",
+        "check_latent_factors_function_returns_text",
+        lambda: real_model_heads.check_latent_factors_function(lambda wk, wv, d_c: "x"),
+        RETURNS,
+        ("[latent factors] not yet: expected three arrays, (w_dkv, w_uk, w_uv), got str"),
+    ),
+    Bad(
         "checks.real_model_heads.check_previous_score_function",
         "check_previous_score_function_not_a_function",
         lambda: real_model_heads.check_previous_score_function(None),
@@ -3465,7 +3493,7 @@ COVERED_MODULES = [
     "checks.one_head", "checks.splitting_into_heads", "checks.concatenate_and_project",
     "checks.matching_pytorch", "checks.inspecting_heads", "checks.grouped_query_attention",
     "checks.latent_attention", "checks.efficient_attention", "checks.heads_at_work", "checks.real_model_heads",
-    "shakespeare", "shakespeare_torch",
+    "shakespeare", "shakespeare_torch", "cache_ladder",
 ]  # fmt: skip
 # Public names with no bad input of their own: records that only hold what they are given.
 RECORDS = {

@@ -125,6 +125,10 @@ FIGURES: dict[str, Callable[[], Any]] = {
         _maps(4, 20), "Stay! speak, speak! ", [f"layer {i}, head {i}: best previous" for i in range(4)]),
     "text_maps.plot_ablation": lambda: text_maps.plot_ablation(rng.uniform(-0.01, 0.3, size=(4, 4)),
                                                                rng.uniform(0, 0.6, size=4)),
+    "text_maps.plot_cache_ladder": lambda: text_maps.plot_cache_ladder(
+        [{"label": label, "family": family, "bytes": size, "stage": stage, "loss": loss}
+         for label, family, size in (("MHA", "GQA", 2048), ("MQA", "GQA", 512), ("latent, d_c = 64", "latent", 512))
+         for stage, loss in (("converted", 1.55 + size / 500), ("uptrained", 1.6), ("scratch", 1.62))], 1.55),
 }
 def displayed_scale(fig: Figure) -> tuple[float, float]:
     """(width in CSS pixels as the inline backend crops it, the factor the page column shrinks it by)."""

@@ -16,11 +16,12 @@ import pytest
 from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnosed, row_id
 from numpy.typing import NDArray
 
-from lessons_lib import block_numpy, mha_numpy, shakespeare
+from lessons_lib import block_numpy, cache_ladder, mha_numpy, shakespeare
 from lessons_lib.checks.real_model_heads import (
     check_bits_function,
     check_decode_step_function,
     check_last_break_function,
+    check_latent_factors_function,
     check_previous_score_function,
 )
 from lessons_lib.kv_cache import KVCache
@@ -328,8 +329,8 @@ BREAK_RIGHT = [
 ]
 
 
-# ---- Your turn 4: bits per character ---------------------------------------------------------------
-BITS = "10 YT4 bits"
+# ---- Your turn 5: bits per character ---------------------------------------------------------------
+BITS = "10 YT5 bits"
 BITS_ROWS = [
     Mistake(BITS, "times ln 2", lambda: check_bits_function(lambda n: n * math.log(2)), "you multiplied by ln 2"),
     Mistake(BITS, "divided by ln 10", lambda: check_bits_function(lambda n: n / math.log(10)),
@@ -361,8 +362,164 @@ BITS_RIGHT = [
     RightAnswer(BITS, "nats / np.log(2)", lambda: check_bits_function(lambda n: n / np.log(2))),
 ]
 
-MISTAKES = DECODE_ROWS + PREVIOUS_ROWS + BREAK_ROWS + BITS_ROWS
-RIGHT_ANSWERS = DECODE_RIGHT + PREVIOUS_RIGHT + BREAK_RIGHT + BITS_RIGHT
+
+# ---- Your turn 4: a latent cache by truncated SVD --------------------------------------------------
+def _factors(split: str = "left", which: str = "largest", stack: int = 1, transpose: bool = False,
+             separate: bool = False, every: bool = False, numpy_order: bool = True) -> Callable[..., Any]:
+    """The latent factors written out by hand, right by default, with one mistake switched on."""
+
+    def factors(wk: Floats, wv: Floats, d_c: int) -> Any:
+        kv = wk.shape[1]
+        if separate:  # one SVD for the keys, another for the values
+            u, s, vt = np.linalg.svd(wk, full_matrices=False)
+            _, s2, vt2 = np.linalg.svd(wv, full_matrices=False)
+            return u[:, :d_c] * s[:d_c], vt[:d_c], vt2[:d_c] * s2[:d_c, None]
+        u, s, vt = np.linalg.svd(np.concatenate([wk, wv], axis=stack), full_matrices=False)
+        keep = slice(0, len(s)) if every else (slice(len(s) - d_c, len(s)) if which == "smallest" else slice(0, d_c))
+        left = {"left": u[:, keep] * s[keep], "root": u[:, keep] * np.sqrt(s[keep]), "none": u[:, keep],
+                "twice": u[:, keep] * s[keep]}[split]
+        right = {"left": vt[keep], "root": np.sqrt(s[keep])[:, None] * vt[keep], "none": vt[keep],
+                 "twice": s[keep, None] * vt[keep]}[split]
+        if stack == 0:
+            return left, right, right
+        w_uk, w_uv = right[:, :kv], right[:, kv:]
+        if transpose:
+            return left.T, w_uk.T, w_uv.T
+        return left, w_uk, w_uv
+
+    return factors
+
+
+def _library_factors(wk: Floats, wv: Floats, d_c: int) -> Any:
+    return cache_ladder.latent_factors(wk, wv, d_c)
+
+
+def _lesson_rank(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, vt = np.linalg.svd(np.concatenate([wk, wv], axis=1), full_matrices=False)
+    return u[:, :64] * s[:64], vt[:64, : wk.shape[1]], vt[:64, wk.shape[1] :]  # the lesson's d_c written in
+
+
+def _eigen_factors(wk: Floats, wv: Floats, d_c: int) -> Any:
+    """Another right way: the top eigenvectors of the Gram matrix [W_k | W_v] [W_k | W_v]^T."""
+    stacked = np.concatenate([wk, wv], axis=1)
+    values, vectors = np.linalg.eigh(stacked @ stacked.T)
+    top = vectors[:, np.argsort(values)[::-1][:d_c]]  # (D, d_c), orthonormal
+    up = top.T @ stacked  # (d_c, 2 kv)
+    return top, up[:, : wk.shape[1]], up[:, wk.shape[1] :]
+
+
+LATENT = "10 YT4 latent factors"
+LATENT_ROWS = [
+    Mistake(LATENT, "calls cache_ladder.latent_factors", lambda: check_latent_factors_function(_library_factors),
+            "your function calls the library's latent_factors"),
+    Mistake(LATENT, "smallest singular values", lambda: check_latent_factors_function(_factors(which="smallest")),
+            "you kept the SMALLEST singular values"),
+    Mistake(LATENT, "singular values left out", lambda: check_latent_factors_function(_factors(split="none")),
+            "the singular values are missing"),
+    Mistake(LATENT, "singular values twice", lambda: check_latent_factors_function(_factors(split="twice")),
+            "counted twice"),
+    Mistake(LATENT, "two SVDs, keys and values apart", lambda: check_latent_factors_function(_factors(separate=True)),
+            "an SVD of its own"),
+    Mistake(LATENT, "wk stacked on wv (axis 0)", lambda: check_latent_factors_function(_factors(stack=0)),
+            "you stacked wk on top of wv"),
+    Mistake(LATENT, "every factor transposed", lambda: check_latent_factors_function(_factors(transpose=True)),
+            "every factor is transposed"),
+    Mistake(LATENT, "every singular value kept", lambda: check_latent_factors_function(_factors(every=True)),
+            "every singular value"),
+    Mistake(LATENT, "the lesson's d_c written in", lambda: check_latent_factors_function(_lesson_rank),
+            "64 written in"),
+    Mistake(LATENT, "returns the product only", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: (lambda f: np.concatenate([f[0] @ f[1], f[0] @ f[2]], axis=1))(_factors()(wk, wv, d_c))),
+        "expected three arrays"),
+]
+
+
+def _svd_pieces(wk: Floats, wv: Floats) -> tuple[Floats, Floats, Floats, int]:
+    u, s, vt = np.linalg.svd(np.concatenate([wk, wv], axis=1), full_matrices=False)
+    return u, s, vt, wk.shape[1]
+
+
+def _swapped(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, vt, n = _svd_pieces(wk, wv)
+    return u[:, :d_c] * s[:d_c], vt[:d_c, n:], vt[:d_c, :n]
+
+
+def _sqrt_one_side(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, vt, n = _svd_pieces(wk, wv)
+    return u[:, :d_c] * np.sqrt(s[:d_c]), vt[:d_c, :n], vt[:d_c, n:]
+
+
+def _summed(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, vt = np.linalg.svd(wk + wv, full_matrices=False)
+    return u[:, :d_c] * s[:d_c], vt[:d_c], vt[:d_c]
+
+
+def _columns(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, _, n = _svd_pieces(wk, wv)
+    vt = np.linalg.svd(np.concatenate([wk, wv], axis=1))[2]  # full_matrices: (2n, 2n)
+    up = vt[:, :d_c].T
+    return u[:, :d_c] * s[:d_c], up[:, :n], up[:, n:]
+
+
+def _split_at_64(wk: Floats, wv: Floats, d_c: int) -> Any:
+    u, s, vt, _ = _svd_pieces(wk, wv)
+    return u[:, :d_c] * s[:d_c], vt[:d_c, :64], vt[:d_c, 64:]
+
+
+def _in_place(wk: Floats, wv: Floats, d_c: int) -> Any:
+    wv /= np.linalg.norm(wv)
+    return _factors()(wk, wv, d_c)
+
+
+def _tensors(wk: Floats, wv: Floats, d_c: int) -> Any:
+    import torch
+
+    u, s, vt = torch.linalg.svd(torch.from_numpy(np.concatenate([wk, wv], axis=1)), full_matrices=False)
+    n = wk.shape[1]
+    return u[:, :d_c] * s[:d_c], vt[:d_c, :n], vt[:d_c, n:]
+
+
+def _hidden_library(wk: Floats, wv: Floats, d_c: int) -> Any:
+    from lessons_lib import cache_ladder
+
+    return getattr(cache_ladder, "latent_" + "factors")(wk, wv, d_c)  # the name never written whole
+
+
+LATENT_ROWS += [
+    Mistake(LATENT, "keys and values swapped", lambda: check_latent_factors_function(_swapped),
+            "the keys and the values are swapped"),
+    Mistake(LATENT, "sqrt(S) in one factor only", lambda: check_latent_factors_function(_sqrt_one_side),
+            "only the square roots"),
+    Mistake(LATENT, "SVD of wk + wv", lambda: check_latent_factors_function(_summed), "the SVD of wk + wv"),
+    Mistake(LATENT, "columns of V^T", lambda: check_latent_factors_function(_columns), "COLUMNS of V^T"),
+    Mistake(LATENT, "split written in at 64", lambda: check_latent_factors_function(_split_at_64),
+            "split the rows you kept at wk.shape[1]"),
+    Mistake(LATENT, "d_c + 1 kept", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: _factors()(wk, wv, d_c + 1)), "you kept d_c + 1"),
+    Mistake(LATENT, "input changed in place", lambda: check_latent_factors_function(_in_place),
+            "changed wk or wv in place"),
+    Mistake(LATENT, "torch tensors returned", lambda: check_latent_factors_function(_tensors),
+            "return NumPy arrays"),
+    Mistake(LATENT, "float16 returned", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: tuple(a.astype(np.float16) for a in _factors()(wk, wv, d_c))), "dtype float16"),
+    Mistake(LATENT, "library imported inside", lambda: check_latent_factors_function(_hidden_library),
+            "uses the library's cache_ladder"),
+    Mistake(LATENT, "rebuilt projections returned", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: (lambda f: (f[0], f[0] @ f[1], f[0] @ f[2]))(_factors()(wk, wv, d_c))),
+        "those are the rebuilt projections"),
+]
+LATENT_RIGHT = [
+    RightAnswer(LATENT, "U_c S_c and V_c^T", lambda: check_latent_factors_function(_factors())),
+    RightAnswer(LATENT, "square roots on both sides", lambda: check_latent_factors_function(_factors(split="root"))),
+    RightAnswer(LATENT, "eigenvectors of the Gram matrix", lambda: check_latent_factors_function(_eigen_factors)),
+    RightAnswer(LATENT, "U_c and U_c^T projections", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: (lambda u: (u, u.T @ wk, u.T @ wv))(_svd_pieces(wk, wv)[0][:, :d_c]))),
+    RightAnswer(LATENT, "a list, float32", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: [a.astype(np.float32) for a in _factors()(wk, wv, d_c)])),
+]
+
+MISTAKES = DECODE_ROWS + PREVIOUS_ROWS + BREAK_ROWS + BITS_ROWS + LATENT_ROWS
+RIGHT_ANSWERS = DECODE_RIGHT + PREVIOUS_RIGHT + BREAK_RIGHT + BITS_RIGHT + LATENT_RIGHT
 
 
 @pytest.mark.parametrize("row", MISTAKES, ids=row_id)

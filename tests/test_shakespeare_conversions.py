@@ -6,29 +6,18 @@ in NumPy on the lesson's 16 windows."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from lessons_lib import shakespeare as sh
+from lessons_lib.cache_ladder import latent_arrays, pooled_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = json.loads((sh.DATA / "shakespeare_conversions.json").read_text())
 ROWS = {row["name"]: row for row in STORED["variants"]}
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("convert_shakespeare", ROOT / "scripts" / "convert_shakespeare.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_stored_ladder_starts_from_the_shipped_model_and_counts_its_cache() -> None:
@@ -52,25 +41,23 @@ def test_the_stored_ladder_starts_from_the_shipped_model_and_counts_its_cache() 
 
 
 def test_a_full_rank_latent_gives_the_models_own_logits() -> None:
-    script = load_script()
     arrays, config, vocabulary = sh.load_arrays()
     ids = vocabulary.encode("Hor.\nWhat art thou that usurp'st this time of night,\n")[None]
     exact, _ = sh.run(sh.model_from_arrays(arrays, config, vocabulary), ids)
-    rebuilt, _ = sh.run(sh.model_from_arrays(script.latent(arrays, config, config.width), config, vocabulary), ids)
+    rebuilt, _ = sh.run(sh.model_from_arrays(latent_arrays(arrays, config, config.width), config, vocabulary), ids)
     assert np.abs(rebuilt - exact).max() < 1e-3
-    cut, _ = sh.run(sh.model_from_arrays(script.latent(arrays, config, 16), config, vocabulary), ids)
+    cut, _ = sh.run(sh.model_from_arrays(latent_arrays(arrays, config, 16), config, vocabulary), ids)
     assert np.abs(cut - exact).max() > 0.1  # a rank-16 latent does change the model
 
 
 @pytest.mark.parametrize("name", ["h_kv = 1", "d_c = 64"])
 def test_two_stored_losses_come_out_again(name: str) -> None:
-    script = load_script()
     arrays, config, vocabulary = sh.load_arrays()
     if name.startswith("h_kv"):
-        new, cfg = script.pooled(arrays, config, 1)
+        new, cfg = pooled_arrays(arrays, config, 1)
         assert cfg.kv_heads == 1 and new["block2_wv"].shape == (config.width, config.head_width)
     else:
-        new, cfg = script.latent(arrays, config, 64), config
+        new, cfg = latent_arrays(arrays, config, 64), config
     windows = sh.validation_windows(sh.load_text("valid"), vocabulary, config.context, STORED["sample_windows"])
     assert sh.loss(sh.model_from_arrays(new, cfg, vocabulary), windows) == pytest.approx(
         ROWS[name]["sample_loss"], abs=2e-4

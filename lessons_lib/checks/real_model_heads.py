@@ -42,6 +42,7 @@ __all__ = [
     "check_bits_function",
     "check_decode_step_function",
     "check_last_break_function",
+    "check_latent_factors_function",
     "check_previous_score_function",
 ]
 
@@ -538,3 +539,178 @@ def _decode_once(question: str, function: Any, model: ShakespeareModel, ids: NDA
                                        "token at position len(cache); in each block LayerNorm 1, queries, keys and "
                                        "values of the new position, cache.append, attention, residual, then "
                                        "x + block.ffn(x); last LN_f and the unembedding")
+
+
+# ----- Your turn 4 (section 6): a latent cache from the trained K/V projections ------------------------------------
+LATENT_TRIALS = [(11, 7, 3), (9, 4, 5)]  # (D, h_kv * d_h, d_c): never the lesson's (128, 128, 64)
+LATENT_NAMES = ("latent_factors", "latent_arrays", "latent_kv")
+
+
+def _truncated(stacked: Floats, rank: int, last: bool = False) -> Floats:
+    """The rank-``rank`` truncated SVD of ``stacked`` (its smallest singular values when ``last``)."""
+    u, s, vt = np.linalg.svd(stacked, full_matrices=False)
+    keep = slice(len(s) - rank, len(s)) if last else slice(0, rank)
+    cut: Floats = (u[:, keep] * s[keep]) @ vt[keep]
+    return cut
+
+
+def _latent_problem(D: int, kv: int, seed: int) -> tuple[Floats, Floats]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(D, kv)), rng.normal(size=(D, kv))
+
+
+def _latent_mistake(wk: Floats, wv: Floats, d_c: int, w_dkv: Floats, w_uk: Floats, w_uv: Floats) -> str | None:
+    """The usual mistake whose products ``w_dkv @ [w_uk | w_uv]`` the learner's equal, if any."""
+    stacked = np.concatenate([wk, wv], axis=1)
+    product = np.concatenate([w_dkv @ w_uk, w_dkv @ w_uv], axis=1)
+    u, s, vt = np.linalg.svd(stacked, full_matrices=False)
+    separate = ("you cut wk with an SVD of its own: that gives the keys a latent of their own, and the values "
+                "would need a second one, 2 d_c numbers a token must cache. Put them side by side, [W_k | W_v], "
+                "and cut once")
+    kv = wk.shape[1]
+    best = _truncated(stacked, d_c)
+    summed = _truncated(wk + wv, d_c)
+    stacked_rows = _truncated(np.concatenate([wk, wv], axis=0), d_c)[: wk.shape[0]]  # the top half, (D, kv)
+    mistake = first_match(product, [
+        (np.concatenate([best[:, kv:], best[:, :kv]], axis=1),
+         "the keys and the values are swapped: [wk | wv] puts the keys' columns first, so w_uk is the first "
+         "wk.shape[1] columns of the rows you kept (concatenate and split in the same order)"),
+        ((u[:, :d_c] * np.sqrt(s[:d_c])) @ vt[:d_c],
+         "only the square roots of the singular values are in the product: with sqrt(S_c) in one factor, put "
+         "the other sqrt(S_c) in the other factor (or all of S_c in one)"),
+        (np.concatenate([summed, summed], axis=1),
+         "you took the SVD of wk + wv: adding mixes the keys and the values into one matrix. Put them side by "
+         "side, np.concatenate([wk, wv], axis=1), so that each keeps its own columns"),
+        (np.concatenate([stacked_rows, stacked_rows], axis=1),
+         "you stacked wk on top of wv (axis 0): a token's key and value features sit side by side, "
+         "[W_k | W_v] along axis 1, so that one latent of d_c numbers serves both"),
+        ((u[:, :d_c] * s[:d_c]) @ np.linalg.svd(stacked)[2][:, :d_c].T,
+         "you took COLUMNS of V^T: the right singular vectors are its rows, so keep vt[:d_c]"),
+        (_truncated(stacked, d_c, last=True),
+         "you kept the SMALLEST singular values: np.linalg.svd sorts them largest first, so the first d_c "
+         "columns of U (and rows of V^T) are the ones to keep"),
+        (u[:, :d_c] @ vt[:d_c],
+         "the singular values are missing: U_c @ V_c^T has the right directions but not their lengths; put "
+         "S_c into one factor (or its square root into each)"),
+        ((u[:, :d_c] * s[:d_c] ** 2) @ vt[:d_c],
+         "the singular values are counted twice (U_c S_c and S_c V_c^T): put S_c into one factor only, or "
+         "its square root into each"),
+    ])
+    if mistake is None and same(w_dkv @ w_uk, _truncated(wk, d_c)):
+        mistake = separate
+    return mistake
+
+
+def _mentions(function: Any, names: tuple[str, ...]) -> bool:
+    """Whether ``function``'s code (nested code too) names any of ``names``: a global, an attribute, or
+    a module imported inside it."""
+    pending = [getattr(function, "__code__", None)]
+    while pending:
+        code = pending.pop()
+        if code is None:
+            continue
+        pending += [c for c in code.co_consts if hasattr(c, "co_consts")]
+        if set(code.co_names) & set(names) or set(code.co_varnames) & set(names):
+            return True
+    return False
+
+
+def check_latent_factors_function(function: Any) -> Verdict:
+    """Question "latent factors": ``function(wk, wv, d_c) -> (w_dkv (D, d_c), w_uk (d_c, kv), w_uv (d_c,
+    kv))`` whose products ``w_dkv @ w_uk`` and ``w_dkv @ w_uv`` are the best rank-``d_c`` approximation
+    of ``[wk | wv]`` (any split of the singular values between the factors is right).
+
+    Tried on random projections of two sizes of its own (`LATENT_TRIALS`, the second with ``d_c`` larger
+    than ``kv``). Recognises: a use of the library's conversion (`cache_ladder`), inputs changed in place,
+    tensors or half-precision arrays, the smallest singular values instead of the largest, the singular
+    values left out, counted twice or only their square root, a separate SVD for the keys (two latents,
+    twice the cache), keys and values swapped, the SVD of ``wk + wv``, ``wk`` and ``wv`` stacked on top
+    of each other (axis 0), columns of ``V^T`` instead of rows, a factor transposed, every singular value
+    kept, a split of ``V^T`` at the wrong column, and the lesson's sizes written in.
+    """
+    question = "latent factors"
+    borrowed = forbidden_call(question, function, *LATENT_NAMES)
+    if borrowed is None and _mentions(function, ("cache_ladder", "shakespeare_torch")):
+        borrowed = failed(question, "your function uses the library's cache_ladder, which holds the conversion "
+                                    "this exercise asks you to write: build it from NumPy operations yourself")
+    if borrowed is not None:
+        return borrowed
+    written = sorted(_int_literals(function) & {64, 128, 256})
+    for trial, (D, kv, d_c) in enumerate(LATENT_TRIALS):
+        wk, wv = _latent_problem(D, kv, seed=trial)
+        given = (wk.copy(), wv.copy())
+        result = _quiet(question, function, (*given, d_c), "the body: return w_dkv, w_uk, w_uv")
+        if isinstance(result, Verdict):
+            return result if trial == 0 else failed(question, f"with D, kv, d_c = {D}, {kv}, {d_c}: {result.message}")
+        if not (np.array_equal(given[0], wk) and np.array_equal(given[1], wv)):
+            return failed(question, "your function changed wk or wv in place (an in-place *=, /= or slice "
+                                    "assignment): the model's weights must come out as they went in")
+        sizes = f"(D = {D}, h_kv * d_h = {kv}, d_c = {d_c})"
+        if not isinstance(result, (tuple, list)) or len(result) != 3:
+            return failed(question, f"expected three arrays, (w_dkv, w_uk, w_uv), got {type(result).__name__}"
+                                    + (f" of {len(result)}" if isinstance(result, (tuple, list)) else ""))
+        factors = []
+        for name, value in zip(("w_dkv", "w_uk", "w_uv"), result, strict=True):
+            if not isinstance(value, np.ndarray):
+                return failed(question, f"{name} is a {type(value).__module__}.{type(value).__name__}: return NumPy "
+                                        "arrays, as the weights came (the cells below use them with NumPy)")
+            if value.dtype not in (np.float32, np.float64):
+                return failed(question, f"{name} has dtype {value.dtype}: keep float64 (or float32), the "
+                                        "precision the SVD and the weights need")
+            array = array_answer(question, value, f"{name}, an array")
+            if isinstance(array, Verdict):
+                return failed(question, f"{name}: {array.message}")
+            factors.append(array)
+        w_dkv, w_uk, w_uv = factors
+        stacked = np.concatenate([wk, wv], axis=1)  # (D, 2 kv)
+        shapes = (w_dkv.shape, w_uk.shape, w_uv.shape)
+        if shapes == ((2 * D, d_c), (d_c, kv), (d_c, kv)) or w_dkv.shape[0] == 2 * D:
+            return failed(question, f"w_dkv has {w_dkv.shape[0]} rows, 2 D: you stacked wk on top of wv (axis 0). "
+                                    "A token's key and value features sit side by side, [W_k | W_v] along axis 1, "
+                                    "so that one latent of d_c numbers serves both")
+        if shapes == ((d_c, D), (kv, d_c), (kv, d_c)):
+            return failed(question, f"every factor is transposed {sizes}: in x @ W (NumPy's (in, out) layout) "
+                                    "w_dkv is (D, d_c), taking D features to d_c, and w_uk, w_uv are (d_c, kv)")
+        if w_dkv.shape[0] == D and w_dkv.ndim == 2 and w_dkv.shape[1] == min(D, 2 * kv) != d_c:
+            if written:
+                return failed(question, f"your function has {', '.join(map(str, written))} written in, so with "
+                                        f"other sizes {sizes} it keeps every singular value: take d_c from the "
+                                        "argument")
+            return failed(question, f"w_dkv keeps {w_dkv.shape[1]} numbers per token, every singular value: "
+                                    f"keep only the d_c = {d_c} largest")
+        if w_uk.shape == w_uv.shape == (D, kv):
+            return failed(question, f"w_uk and w_uv are (D, kv) = {(D, kv)}: those are the rebuilt projections "
+                                    "(w_dkv @ w_uk), not the up-projections, which take the d_c latent numbers to "
+                                    "kv features: (d_c, kv)")
+        columns = "you took COLUMNS of V^T: the right singular vectors are its rows, so keep vt[:d_c]"
+        split = w_uk.ndim == w_uv.ndim == 2 and w_uk.shape[0] == w_uv.shape[0] == w_dkv.shape[-1]
+        if split and w_uk.shape[1] + w_uv.shape[1] == min(D, 2 * kv) != 2 * kv:
+            return failed(question, f"w_uk and w_uv have {w_uk.shape[1]} + {w_uv.shape[1]} columns, as many as V^T "
+                                    f"has rows, not 2 kv = {2 * kv}: {columns}")
+        if shapes == ((D, d_c + 1), (d_c + 1, kv), (d_c + 1, kv)):
+            return failed(question, f"you kept d_c + 1 = {d_c + 1} singular values: a slice [:d_c] stops before "
+                                    "index d_c and keeps exactly d_c")
+        if split and w_uk.shape[1] != kv and w_uk.shape[1] + w_uv.shape[1] == 2 * kv:
+            return failed(question, f"w_uk has {w_uk.shape[1]} columns and w_uv {w_uv.shape[1]}: split the rows you "
+                                    f"kept at wk.shape[1] = {kv} {sizes}, the keys' columns first"
+                                    + (f" (your function has {', '.join(map(str, written))} written in)"
+                                       if written else ""))
+        if shapes != ((D, d_c), (d_c, kv), (d_c, kv)):
+            if trial == 1 and written:
+                return failed(question, f"right for the first sizes, not with others {sizes}: your function has "
+                                        f"{', '.join(map(str, written))} written in; read the sizes from wk and d_c")
+            return failed(question, f"expected shapes w_dkv (D, d_c) = {(D, d_c)}, w_uk and w_uv (d_c, kv) = "
+                                    f"{(d_c, kv)} {sizes}; yours are {shapes[0]}, {shapes[1]}, {shapes[2]}")
+        product = np.concatenate([w_dkv @ w_uk, w_dkv @ w_uv], axis=1)
+        if same(product, _truncated(stacked, d_c)):
+            continue
+        mistake = _latent_mistake(wk, wv, d_c, w_dkv, w_uk, w_uv)
+        if mistake is None and trial == 1 and written:
+            mistake = f"your function has {', '.join(map(str, written))} written in; read the sizes from wk and d_c"
+        if trial == 1:
+            return failed(question, f"right for the first sizes, not with others {sizes}: "
+                                    f"{mistake or 'the products must be the rank-d_c truncated SVD of [wk | wv]'}")
+        return failed(question, mistake or "right shapes, but w_dkv @ [w_uk | w_uv] is not the best rank-d_c "
+                                           "approximation of [wk | wv]: take the SVD of the two side by side and "
+                                           "keep the d_c largest singular values")
+    return passed(question, "w_dkv @ [w_uk | w_uv] is the rank-d_c truncated SVD of [wk | wv]: one latent for both")

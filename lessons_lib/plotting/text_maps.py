@@ -9,15 +9,17 @@ labels, are drawn as visible marks (`char_labels`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 
 from lessons_lib.plotting.attention_maps import MAP_CMAP, WEIGHT_LABEL, add_colorbar, draw_map
 
-__all__ = ["MAX_CHARACTERS", "char_labels", "plot_ablation", "plot_text_maps"]
+__all__ = ["MAX_CHARACTERS", "char_labels", "plot_ablation", "plot_cache_ladder", "plot_text_maps"]
 
 MAX_CHARACTERS = 20  # at two maps to a row, more characters than this would make their 9-point labels overlap
 SHOWN = {" ": "\u2423", "\n": "\u21b5"}  # a space as an open box, a newline as a return arrow
@@ -94,4 +96,72 @@ def plot_ablation(heads: NDArray[np.floating], layers: NDArray[np.floating]) -> 
     bars.tick_params(labelsize=9)
     bars.set_xlabel("loss added (nats)", fontsize=9)
     bars.set_title("a layer's attention zeroed", fontsize=9)
+    return fig
+
+
+LADDER_COLOURS = {"converted": "#888888", "uptrained": "#0072B2", "scratch": "#D55E00"}
+
+
+def plot_cache_ladder(points: Sequence[dict[str, Any]], reference: float) -> Figure:
+    """The cache-versus-quality ladder: validation loss against cache bytes per token, one marker per
+    model. ``points``: dicts with ``label`` (the variant), ``family`` (``"GQA"`` or ``"latent"``),
+    ``bytes`` (cache bytes per token) and ``stage`` (``"converted"``, ``"uptrained"`` or
+    ``"scratch"``) and ``loss`` (nats). ``reference``: the shipped model's loss (a dashed line).
+
+    Left: every point, with the conversions' full range (labels on the points far above the reference);
+    right: the same points from the reference up to the worst trained point, where uptrained and
+    from-scratch models are told apart, labelled at the uptrained marker (to its right; the largest
+    cache's to its left). GQA/MQA points are circles (drawn a little left of their size), latent ones
+    diamonds (a little right). Short labels fit best."""
+    if not points:
+        raise ValueError("points must hold at least one model")
+    needed = {"label", "family", "bytes", "stage", "loss"}
+    for point in points:
+        if not isinstance(point, dict) or not needed <= set(point):
+            raise ValueError(f"every point needs the keys {sorted(needed)}, got {point!r}")
+        if point["stage"] not in LADDER_COLOURS or point["family"] not in ("GQA", "latent"):
+            raise ValueError(
+                f"stage must be one of {sorted(LADDER_COLOURS)} and family 'GQA' or 'latent', got {point!r}"
+            )
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.27, top=0.9, wspace=0.28)
+    trained = [float(p["loss"]) for p in points if p["stage"] != "converted"]
+    top = max(trained) if trained else max(float(p["loss"]) for p in points)
+    largest = max(float(p["bytes"]) for p in points)
+    for ax, zoom in zip(axes, (False, True), strict=True):
+        for point in points:
+            x = float(point["bytes"]) * (0.93 if point["family"] == "GQA" else 1.07)
+            y = float(point["loss"])
+            if zoom and point["stage"] == "converted" and y > top + 0.02:
+                continue
+            ax.plot(x, y, "o" if point["family"] == "GQA" else "D", color=LADDER_COLOURS[str(point["stage"])],
+                    markersize=6, markerfacecolor="white" if point["stage"] == "converted" else None)
+            crowded = not zoom and y < reference + 0.15  # near the trained ones: named in the zoomed panel
+            if point["stage"] == ("uptrained" if zoom else "converted") and not crowded:
+                rightmost = float(point["bytes"]) == largest  # its label goes left, inside the axes
+                ax.annotate(str(point["label"]), (x, y), xytext=(-4 if rightmost else 4, 5),
+                            textcoords="offset points", ha="right" if rightmost else "left", fontsize=9)
+        ax.axhline(reference, color="black", linestyle="--", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        sizes = sorted({int(p["bytes"]) for p in points})
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("cache bytes per token (4 layers)", fontsize=9)
+        ax.tick_params(labelsize=9)
+        if zoom:
+            ax.set_ylim(reference - 0.02, top + 0.03)
+            ax.set_title("trained: zoomed in", fontsize=9)
+        else:
+            highest = max(float(p["loss"]) for p in points)
+            ax.set_ylim(reference - 0.1, highest + 0.12 * (highest - reference) + 0.02)
+            ax.set_ylabel("validation loss (nats)", fontsize=9)
+            ax.set_title("all models", fontsize=9)
+    handles = [
+        Line2D([], [], marker="o", linestyle="", color=LADDER_COLOURS["converted"], markerfacecolor="white",
+                   label="converted, no training"),
+        Line2D([], [], marker="o", linestyle="", color=LADDER_COLOURS["uptrained"], label="converted + 5 % steps"),
+        Line2D([], [], marker="o", linestyle="", color=LADDER_COLOURS["scratch"], label="trained from scratch"),
+        Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="the shipped model"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
     return fig

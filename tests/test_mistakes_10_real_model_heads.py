@@ -17,6 +17,7 @@ from mistake_table import Mistake, RightAnswer, assert_accepted, assert_diagnose
 from numpy.typing import NDArray
 
 from lessons_lib import block_numpy, cache_ladder, mha_numpy, shakespeare
+from lessons_lib.checks import real_model_heads
 from lessons_lib.checks.real_model_heads import (
     check_bits_function,
     check_decode_step_function,
@@ -504,6 +505,11 @@ LATENT_ROWS += [
         lambda wk, wv, d_c: tuple(a.astype(np.float16) for a in _factors()(wk, wv, d_c))), "dtype float16"),
     Mistake(LATENT, "library imported inside", lambda: check_latent_factors_function(_hidden_library),
             "uses the library's cache_ladder"),
+    Mistake(LATENT, "the checker's private helper", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: _factors()(*np.split(real_model_heads._truncated(np.concatenate([wk, wv], axis=1), d_c),
+                                               2, axis=1), d_c)), "uses the library's _truncated"),
+    Mistake(LATENT, "d_c cut to one projection's width", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: _factors()(wk, wv, min(d_c, wk.shape[1]))), "the latent may be wider"),
     Mistake(LATENT, "rebuilt projections returned", lambda: check_latent_factors_function(
         lambda wk, wv, d_c: (lambda f: (f[0], f[0] @ f[1], f[0] @ f[2]))(_factors()(wk, wv, d_c))),
         "those are the rebuilt projections"),

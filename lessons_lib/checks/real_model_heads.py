@@ -57,16 +57,20 @@ def _written_sizes(function: Any) -> list[int]:
     return sorted(_int_literals(function) & set(LESSON_SIZES))
 
 
-def _int_literals(function: Any) -> set[int]:
-    """Every int literal of ``function``'s code, nested code included."""
-    found: set[int] = set()
-    pending = [getattr(function, "__code__", None)]
+def _code_objects(function: Any) -> list[Any]:
+    """``function``'s code object and every code object nested in it (inner functions, lambdas)."""
+    found, pending = [], [getattr(function, "__code__", None)]
     while pending:
         code = pending.pop()
         if code is not None:
+            found.append(code)
             pending += [c for c in code.co_consts if hasattr(c, "co_consts")]
-            found |= {c for c in code.co_consts if type(c) is int}
     return found
+
+
+def _int_literals(function: Any) -> set[int]:
+    """Every int literal of ``function``'s code, nested code included."""
+    return {c for code in _code_objects(function) for c in code.co_consts if type(c) is int}
 
 
 def _quiet(question: str, function: Any, args: tuple[Any, ...], what: str) -> Any:
@@ -604,15 +608,7 @@ def _latent_mistake(wk: Floats, wv: Floats, d_c: int, w_dkv: Floats, w_uk: Float
 def _mentions(function: Any, names: tuple[str, ...]) -> bool:
     """Whether ``function``'s code (nested code too) names any of ``names``: a global, an attribute, or
     a module imported inside it."""
-    pending = [getattr(function, "__code__", None)]
-    while pending:
-        code = pending.pop()
-        if code is None:
-            continue
-        pending += [c for c in code.co_consts if hasattr(c, "co_consts")]
-        if set(code.co_names) & set(names) or set(code.co_varnames) & set(names):
-            return True
-    return False
+    return any(set(code.co_names + code.co_varnames) & set(names) for code in _code_objects(function))
 
 
 def check_latent_factors_function(function: Any) -> Verdict:
@@ -630,8 +626,10 @@ def check_latent_factors_function(function: Any) -> Verdict:
     """
     question = "latent factors"
     borrowed = forbidden_call(question, function, *LATENT_NAMES)
-    if borrowed is None and _mentions(function, ("cache_ladder", "shakespeare_torch")):
-        borrowed = failed(question, "your function uses the library's cache_ladder, which holds the conversion "
+    helpers = [name for name in ("cache_ladder", "shakespeare_torch", "_truncated", "_latent_mistake")
+               if _mentions(function, (name,))]
+    if borrowed is None and helpers:
+        borrowed = failed(question, f"your function uses the library's {helpers[0]}, which holds the conversion "
                                     "this exercise asks you to write: build it from NumPy operations yourself")
     if borrowed is not None:
         return borrowed
@@ -687,6 +685,9 @@ def check_latent_factors_function(function: Any) -> Verdict:
         if split and w_uk.shape[1] + w_uv.shape[1] == min(D, 2 * kv) != 2 * kv:
             return failed(question, f"w_uk and w_uv have {w_uk.shape[1]} + {w_uv.shape[1]} columns, as many as V^T "
                                     f"has rows, not 2 kv = {2 * kv}: {columns}")
+        if d_c > kv and shapes == ((D, kv), (kv, kv), (kv, kv)):
+            return failed(question, f"you kept h_kv * d_h = {kv} singular values, not d_c = {d_c}: the latent may be "
+                                    f"wider than one projection, since [wk | wv] has 2 kv = {2 * kv} columns {sizes}")
         if shapes == ((D, d_c + 1), (d_c + 1, kv), (d_c + 1, kv)):
             return failed(question, f"you kept d_c + 1 = {d_c + 1} singular values: a slice [:d_c] stops before "
                                     "index d_c and keeps exactly d_c")

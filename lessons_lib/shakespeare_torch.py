@@ -87,23 +87,22 @@ class GPTBlock(nn.Module):
         z = self.norm1(x)
         k, v = a._keys_values(z)  # (B, h_kv, T, d_h) each
         weights: Tensor | None
-        if not need_weights and not off:
-            q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
-            k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
-            heads_out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, d_h)
-            out, weights = a.wo(heads_out.transpose(1, 2).flatten(-2)), None
-        elif off:  # zero the ablated heads' outputs before W_o: they then write nothing
-            q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
-            k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
-            scores = (q @ k.transpose(-1, -2)) / a.head_width**0.5
-            weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-            heads_out = weights @ v  # (B, h, T, d_h)
-            keep = torch.ones(a.heads, dtype=x.dtype, device=x.device)
-            keep[off] = 0
-            heads_out = heads_out * keep[:, None, None]
-            out = a.wo(heads_out.transpose(1, 2).flatten(-2))
-        else:
+        if need_weights and not off:
             out, weights = a._attend(z, k, v, allowed)
+        else:
+            q = a.wq(z).unflatten(-1, (a.heads, a.head_width)).transpose(1, 2)  # (B, h, T, d_h)
+            k, v = k.repeat_interleave(a.group_size, 1), v.repeat_interleave(a.group_size, 1)
+            if need_weights:
+                scores = (q @ k.transpose(-1, -2)) / a.head_width**0.5
+                weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+                heads_out = weights @ v  # (B, h, T, d_h)
+            else:
+                heads_out, weights = F.scaled_dot_product_attention(q, k, v, is_causal=True), None
+            if off:  # zero the ablated heads' outputs before W_o: they then write nothing
+                keep = torch.ones(a.heads, dtype=x.dtype, device=x.device)
+                keep[off] = 0
+                heads_out = heads_out * keep[:, None, None]
+            out = a.wo(heads_out.transpose(1, 2).flatten(-2))
         x = x + out
         x = x + self.ffn_out(torch.relu(self.ffn_in(self.norm2(x))))
         return x, weights
@@ -305,7 +304,7 @@ def validation_loss(
     model: CharGPT, windows: torch.Tensor, ablate: Any = (), chunk: int = 50, fast: bool = False
 ) -> float:
     """Mean next-character loss in nats over ``windows (N, T + 1)``; ``ablate`` as in `shakespeare.run`;
-    ``fast``: through ``F.scaled_dot_product_attention`` (no ablation; the same loss to float rounding)."""
+    ``fast``: through ``F.scaled_dot_product_attention`` (the same loss to float rounding, ablated or not)."""
     check_instance("model", model, CharGPT, "a shakespeare_torch.CharGPT")
     if not isinstance(windows, Tensor) or windows.ndim != 2 or windows.shape[1] < 2:
         raise TypeError(f"windows must be an int64 tensor (N, T + 1) of character ids, got {type(windows).__name__}")

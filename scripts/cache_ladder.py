@@ -1,16 +1,17 @@
 """The cache-versus-quality ladder on lesson 10's model, trained here: ``lessons_lib/data/shakespeare_ladder.json``.
 
-    python scripts/cache_ladder.py uptrain             # converted models re-trained 5 %   (about 10 min)
-    python scripts/cache_ladder.py scratch "h_kv = 2"  # one shape trained from scratch     (about 14 min each)
+    python scripts/cache_ladder.py uptrain             # converted models re-trained 5 %   (10 min here)
+    python scripts/cache_ladder.py scratch "h_kv = 2"  # one shape trained from scratch     (12-14 min each)
     python scripts/cache_ladder.py scratch "h_kv = 1"
     python scripts/cache_ladder.py scratch "d_c = 64"
-    python scripts/cache_ladder.py heads --seed 0      # h = 1, 2, 4, 8, 16 at width 128   (about 12 min a seed)
+    python scripts/cache_ladder.py heads --seed 0      # h = 1, 2, 4, 8, 16 at width 128   (11-12 min a seed)
     python scripts/cache_ladder.py heads --seed 1
     python scripts/cache_ladder.py heads --seed 2
 
 Each command trains on CPU with 2 threads, prints its time and merges its part into the JSON file
-(other parts are kept), so each can be rerun alone. Nothing here runs in a notebook or in the tests;
-``tests/test_cache_ladder.py`` reruns a few steps of each and checks the stored numbers.
+(other parts are kept), so each can be rerun alone; the seven took 83 minutes here, one after another.
+Nothing here runs in a notebook or in the tests; ``tests/test_cache_ladder.py`` reruns a few steps of
+each and checks the stored numbers.
 
 - **uptrain**: ``scripts/convert_shakespeare.py``'s conversions of the shipped model (GQA ``h_kv = 2``,
   MQA ``h_kv = 1`` by pooling; latent caches ``d_c = 64, 32, 16`` by truncated SVD, now as trainable
@@ -22,7 +23,7 @@ Each command trains on CPU with 2 threads, prints its time and merges its part i
 - **scratch**: one converted shape trained from random weights for 4,725 steps, the steps the uptrained
   model had in all (4,500 + 225), with the shipped run's recipe: is converting worth it?
 - **heads**: ``h = 1, 2, 4, 8, 16`` heads (``d_h = 128 .. 8``) at width ``D = 128``, all else the shipped
-  model's, each trained for 800 steps (the budget 15 runs fit in) from one seed; the Q, K, V, O matrices
+  model's, each trained for 650 steps (the budget 15 runs fit in) from one seed; the Q, K, V, O matrices
   start from the same numbers for every ``h`` of a seed (only their split into heads differs). Measured:
   the validation loss and, per head, the loss added when that head alone is zeroed (64 windows).
 
@@ -58,7 +59,7 @@ UPTRAIN_DATA_SEED = 1
 UPTRAINED = ("h_kv = 4", "h_kv = 2", "h_kv = 1", "d_c = 64", "d_c = 32", "d_c = 16")
 SCRATCH = ("h_kv = 2", "h_kv = 1", "d_c = 64")
 HEAD_COUNTS = (1, 2, 4, 8, 16)
-SWEEP_STEPS = 800
+SWEEP_STEPS = 650
 SWEEP_SEEDS = (0, 1, 2)
 ABLATION_WINDOWS = 64
 FIRST = 8  # first training losses kept for the reruns in tests/test_cache_ladder.py
@@ -142,9 +143,9 @@ def head_costs(model: CharGPT) -> list[list[float]]:
     windows = torch.from_numpy(
         validation_windows(load_text("valid"), vocabulary, model.config.context, ABLATION_WINDOWS)
     )
-    base = validation_loss(model, windows)
+    base = validation_loss(model, windows, fast=True)
     return [
-        [round(validation_loss(model, windows, [(i, j)]) - base, 4) for j in range(model.config.heads)]
+        [round(validation_loss(model, windows, [(i, j)], fast=True) - base, 4) for j in range(model.config.heads)]
         for i in range(model.config.layers)
     ]
 
@@ -170,10 +171,11 @@ def uptrain(out: Path, names: tuple[str, ...] = UPTRAINED) -> None:
     start = time.perf_counter()
     for name in names:
         runs = []
+        model, config = converted(name)
+        windows = every_window(config)
+        before = validation_loss(model, windows, fast=True)  # the same converted model for every rate
         for rate in UPTRAIN_LEARNING_RATES:
             model, config = converted(name, learning_rate=rate)
-            windows = every_window(config)
-            before = validation_loss(model, windows, fast=True)
             record, model = run(model, config)
             after = validation_loss(model, windows, fast=True)
             runs.append(

@@ -111,6 +111,21 @@ def _binder_opens_the_learner_copy(
             button["url"] = COLAB_LAUNCH + COLAB_COPY + url.removeprefix(COLAB_LAUNCH + "notebooks/")
 
 
+# myst-nb names each folded solution's <summary> "Toggle hidden content", which hides its visible text
+# ("Show the solution") from a screen reader and breaks WCAG 2.5.3 (label in name: a voice user says
+# what they see). Without the aria-label the summary's name is its visible text.
+UNNAMED_SUMMARY = '<summary aria-label="Toggle hidden content">'
+
+
+def _summaries_named_by_their_text(
+    app: object, pagename: str, templatename: str, context: dict, doctree: object  # type: ignore[type-arg]
+) -> None:
+    """Drop myst-nb's aria-label from every folded cell's <summary> (see `UNNAMED_SUMMARY`)."""
+    if isinstance(context.get("body"), str):
+        context["body"] = context["body"].replace(UNNAMED_SUMMARY, "<summary>")
+
+
 def setup(app: object) -> None:
     # After the theme has added its launch buttons (priority 500).
     app.connect("html-page-context", _binder_opens_the_learner_copy, priority=900)  # type: ignore[attr-defined]
+    app.connect("html-page-context", _summaries_named_by_their_text, priority=900)  # type: ignore[attr-defined]

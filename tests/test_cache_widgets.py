@@ -46,7 +46,7 @@ def test_calculator_starts_from_the_model_config() -> None:
     ]
     assert calc.data["per_token"] == cache_per_token(preset)
     assert "128 KiB per cached token" in calc.data["readout"]
-    assert calc.readout.value == readout_html(calc.data["readout"])  # the text shown is the text in .data
+    assert calc.readout.value == readout_html(calc.data["readout"], None, calc.data["alt"])  # the text in .data
     assert repr(calc) == "KVCacheCalculator(model='Llama 3 8B', kv_heads=8, tokens=4096, batch=1, bytes_per_element=2)"
 
 

@@ -104,7 +104,7 @@ def test_explorer_starts_on_the_repeat(model: InductionModel) -> None:
     assert d["sequence"] == "repeat" and d["ids"] == example_sequences(model)["repeat"][1]
     assert d["tokens"] == " ".join(map(str, d["ids"])) and d["error"] is None
     assert d["labels"] == [str(i) for i in d["ids"]]
-    assert "Layer 1, head 2" in d["readout"] and explorer.readout.value == readout_html(d["readout"])
+    assert "Layer 1, head 2" in d["readout"] and explorer.readout.value == readout_html(d["readout"], None, d["alt"])
     assert repr(explorer).startswith("InductionExplorer(sequence='repeat', tokens='")
     assert InductionExplorer(model).data["layer"] == model.config.layers - 1  # default: the last layer
 

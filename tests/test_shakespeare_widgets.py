@@ -126,7 +126,7 @@ def test_explorer_starts_on_hamlet(explorer: TextExplorer, model: ShakespeareMod
     assert d["ids"] == model.vocabulary.encode(DEFAULT_TEXT).tolist()
     assert d["labels"] == [visible(ch) for ch in DEFAULT_TEXT[-SHOWN:]]
     assert d["title"] == "layer 0, head 0"
-    assert explorer.readout.value == readout_html(d["readout"])
+    assert explorer.readout.value == readout_html(d["readout"], None, d["alt"])
     assert d["readout"].startswith("After '\u2026") and "Layer 0, head 0: the last character puts" in d["readout"]
     assert f"The map shows the last {SHOWN} of {len(DEFAULT_TEXT)} characters" in d["readout"]
     assert repr(explorer) == f"TextExplorer(text={DEFAULT_TEXT!r}, layer=0, head=0)"

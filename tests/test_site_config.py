@@ -282,3 +282,34 @@ def test_the_landing_page_has_a_launch_button() -> None:
     button = config["myst_substitutions"]["binder_button"]
     assert f'href="{config["BINDER_LAUNCH"]}my-lessons/01_one_head.ipynb"' in button
     assert "{{ binder_button }}" in (SITE / "index.md").read_text(encoding="utf-8")
+
+
+def test_a_folded_solution_is_named_by_the_text_it_shows() -> None:
+    """myst-nb's <summary aria-label="Toggle hidden content"> hides "Show the solution" from screen readers
+    (axe: label-content-name-mismatch); the page hook removes it and leaves every other summary alone."""
+    config = site_config()
+    body = (
+        f'<details class="hide above-input">{config["UNNAMED_SUMMARY"]}\n<p class="collapsed">Show the solution</p>'
+        '</summary></details><details><summary aria-label="Other">x</summary></details>'
+    )
+    context: dict[str, Any] = {"body": body}
+    config["_summaries_named_by_their_text"](None, "notebooks/02", "page.html", context, None)
+    assert "Toggle hidden content" not in context["body"]
+    assert '<details class="hide above-input"><summary>\n<p class="collapsed">Show the solution' in context["body"]
+    assert '<summary aria-label="Other">' in context["body"]
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_back_to_top_pill_is_readable() -> None:
+    """The theme's pill was 2.45:1 on a phone; site.css gives it colours at 4.5:1 or more (WCAG AA text)."""
+    css = (SITE / "_static" / "site.css").read_text(encoding="utf-8")
+    rule = re.search(r"#pst-back-to-top\s*\{([^}]*)\}", css)
+    assert rule, "site.css no longer styles the theme's Back to top pill"
+    colours = dict(re.findall(r"(background-color|color):\s*(#[0-9a-fA-F]{6})", rule.group(1)))
+    high, low = sorted((_luminance(colours["background-color"]), _luminance(colours["color"])), reverse=True)
+    assert (high + 0.05) / (low + 0.05) >= 4.5

@@ -6,7 +6,8 @@ Every widget exposes the same three things:
 * ``.controls``: name -> ipywidgets control. Set ``w.controls["head"].value = 2`` in a test or a
   notebook cell exactly as a learner moves the control;
 * ``.data``: name -> the plain values and arrays the widget shows now: each control's value under
-  the control's name, then what is computed from them (text readouts included);
+  the control's name, then what is computed from them (text readouts included), and ``alt``: the
+  picture in words, written after the readout for screen readers only;
 * ``.ui``: the displayable ipywidgets box. Displaying the widget displays it; viewers that cannot
   run widgets show a short HTML note saying so (the website, GitHub, nbviewer) or its ``repr``,
   e.g. ``HeadExplorer(head=0, sequence=0, average=False)``.
@@ -43,7 +44,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-__all__ = ["DISPLAY_DPI", "PICTURE_CACHE_SIZE", "PIXEL_DENSITY", "LessonWidget", "readout_html"]
+__all__ = [
+    "DISPLAY_DPI",
+    "PICTURE_CACHE_SIZE",
+    "PIXEL_DENSITY",
+    "WIDGET_STYLE",
+    "LessonWidget",
+    "map_in_words",
+    "readout_html",
+]
 
 DISPLAY_DPI = 100  # CSS pixels per figure inch (the size on the page)
 PIXEL_DENSITY = 2  # PNG pixels per CSS pixel (a HiDPI screen shows 2 or more device pixels per CSS pixel)
@@ -58,6 +67,24 @@ STATIC_NOTE = (
     "with a Python kernel: launch it on Binder, or run it locally in JupyterLab, to move its controls. "
     "The cell below drives it from code and prints what it shows.</p><p><code>{name}</code></p></div>"
 )
+
+
+# Shown once with every widget (a <style> element applies to the whole page, so every rule is scoped to
+# the widgets' own box). WCAG 2.2 asks 3:1 for a focus ring and for what shows a control's state, against
+# what is next to it, and 4.5:1 for text. In JupyterLab's light theme (white, buttons #eeeeee) and its
+# dark theme (#111111): the focus ring and the pressed toggle's fill (#2f6fd6) 4.81:1 on white, 4.15:1
+# against an unpressed button, 3.93:1 on #111111, the pressed toggle's white text 4.81:1 on its fill; the
+# slider knob's edge (#767676) 4.54:1 on white, 4.16:1 on #111111. `tests/test_widget_access.py` checks these.
+FOCUS_COLOUR = "#2f6fd6"
+KNOB_EDGE = "#767676"
+WIDGET_STYLE = f"""<style>
+.lesson-widget :focus-visible, .lesson-widget :focus {{
+  outline: 3px solid {FOCUS_COLOUR} !important; outline-offset: 1px; }}
+.lesson-widget .widget-toggle-button.mod-active {{ background: {FOCUS_COLOUR}; color: #ffffff; font-weight: 600; }}
+.lesson-widget .noUi-handle {{ border: 2px solid {KNOB_EDGE} !important; }}
+.lesson-widget .lesson-sr-only {{ position: absolute; width: 1px; height: 1px; overflow: hidden;
+  clip-path: inset(50%); white-space: nowrap; }}
+</style>"""
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
@@ -82,8 +109,11 @@ def _png(rgba: NDArray[np.uint8]) -> bytes:
 
 
 def _fit_labels(control: widgets.ValueWidget) -> None:
-    """One look for every control: descriptions and option labels shown in full, never cut off."""
+    """One look for every control: descriptions and option labels shown in full, never cut off, and a
+    tooltip (ipywidgets shows "null" for a control without one)."""
     control.style.description_width = "initial"  # as wide as the description needs
+    if not control.tooltip:
+        control.tooltip = control.description
     if isinstance(control, widgets.Checkbox):
         control.indent = False  # no empty description column before the box
     if isinstance(control, widgets.IntSlider):
@@ -98,17 +128,68 @@ def _fit_labels(control: widgets.ValueWidget) -> None:
         control.style.button_width = f"{0.6 * longest + 2:.1f}em"  # a character is ~0.5 em wide; 2 em of padding
 
 
-def readout_html(text: str, error: str | None = None) -> str:
-    """The readout as HTML: an ``error`` first, on its own line, marked and announced (``role="alert"``).
+def readout_html(text: str, error: str | None = None, picture: str | None = None) -> str:
+    """The readout as HTML: an ``error`` first, on its own line, marked and announced (``role="alert"``);
+    then the text; then ``picture``, the picture above in words, for screen readers only (class
+    ``lesson-sr-only``: kept out of sight by `WIDGET_STYLE`, still in the page's text).
 
     "x // y" keeps its operands together (non-breaking spaces), so a line never ends before a lone "y".
     """
     body = re.sub(r" // ", "\u00a0//\u00a0", html.escape(text))
+    words = "" if picture is None else f'<span class="lesson-sr-only">The picture above: {html.escape(picture)}</span>'
     if error is None:
-        return f"<p>{body}</p>"
+        return f"<p>{body}</p>{words}"
     problem = html.escape(error)
     return (f'<p role="alert" style="color:#b00020;font-weight:600;margin-bottom:0.3em">'
-            f"\u26a0 {problem}</p><p>{body}</p>")
+            f"\u26a0 {problem}</p><p>{body}</p>{words}")
+
+
+def _steps(k: int) -> str:
+    return f"{k} step back" if k == 1 else f"{k} steps back"
+
+
+def map_in_words(weights: Any, labels: Sequence[str] | None = None) -> str:
+    """One attention map ``(T, S)`` in words, for a picture's alt text and a widget's readout.
+
+    Where most queries put their largest weight: at one offset ("every query puts its largest weight
+    1 step back", "on itself"), else at one key position (with its label), else nowhere in common (a
+    query whose largest weight is shared by several keys counts for none);
+    then how sharp the map is (the largest weight per query, averaged). Query ``t`` is position
+    ``t + S - T`` (the last ``T`` of ``S`` positions), as in a causal map with a cache.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2 or 0 in w.shape:
+        raise ValueError(f"weights must be one map (T, S) with T, S >= 1, got shape {w.shape}")
+    T, S = w.shape
+    top = w.argmax(axis=1)
+    ordered = np.sort(w, axis=1)
+    single = ordered[:, -1] - (ordered[:, -2] if S > 1 else 0.0) > 1e-9  # a query whose largest weight is unique
+    offsets = np.where(single, np.arange(T) + (S - T) - top, S + 1)  # S + 1: no offset (a tie)
+    top = np.where(single, top, -1)
+
+    def lead(n: int) -> str:  # who puts their largest weight there
+        if n == T:
+            return "every query puts its" if T > 1 else "the one query puts its"
+        return f"{n} of {T} queries put their"
+
+    values, counts = np.unique(offsets[single], return_counts=True)
+    offset, n = (int(values[counts.argmax()]), int(counts.max())) if single.any() else (0, 0)
+    if not single.any():
+        text = "every query gives several keys the same largest weight"
+    elif 2 * n > T:
+        where = "on itself" if offset == 0 else _steps(offset) if offset > 0 else f"{_steps(-offset)[:-5]} ahead"
+        text = f"{lead(n)} largest weight {where}"
+    else:
+        values, counts = np.unique(top[single], return_counts=True)
+        key, n = int(values[counts.argmax()]), int(counts.max())
+        named = f" ({labels[key]})" if labels is not None and key < len(labels) else ""
+        if 2 * n > T:
+            text = f"{lead(n)} largest weight on key position {key}{named}"
+        else:
+            text = "no one offset or position takes most queries' largest weight"
+    mean_top = float(w.max(axis=1).mean())
+    kind = "sharp" if mean_top >= 0.8 else "spread out" if mean_top < 0.3 else "in between"
+    return f"{text}; {kind}, the largest weight averages {mean_top:.2f}"
 
 
 class LessonWidget(ABC):
@@ -138,7 +219,8 @@ class LessonWidget(ABC):
             format="png", layout=widgets.Layout(width=f"{width}px", height=f"{height}px", object_fit="contain")
         )
         # The text under the picture wraps at the picture's width, never wider.
-        self.readout = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px"))
+        # An empty tooltip, not none: ipywidgets would give the (empty, hidden) description label the title "null".
+        self.readout = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px"), tooltip="")
         self._holding = False
         self._backgrounds: dict[Hashable, Any] = {}
         self._pictures: dict[Hashable, bytes] = {}  # picture key -> PNG, the most recently shown last
@@ -147,12 +229,14 @@ class LessonWidget(ABC):
         for artist in self._dynamic:
             artist.set_animated(True)  # left out of the cached background, drawn on every update
         self._show()
+        self._style = widgets.HTML(WIDGET_STYLE, tooltip="")  # focus rings, toggles, knobs at 3:1 (WIDGET_STYLE)
         for name, control in controls.items():
             control.observe(lambda _change, name=name: self._on_value(name), names="value")
         rows = [list(controls)] if rows is None else rows
         boxes = [widgets.HBox([controls[name] for name in row]) for row in rows]
         text = [self.readout] if "readout" in self.data else []
-        self.ui = widgets.VBox([*boxes, self.image, *text])
+        self.ui = widgets.VBox([*boxes, self.image, *text, self._style])
+        self.ui.add_class("lesson-widget")
 
     @abstractmethod
     def _compute(self) -> dict[str, Any]:
@@ -165,6 +249,10 @@ class LessonWidget(ABC):
     @abstractmethod
     def _draw(self) -> None:
         """Show ``self.data`` in the figure built by ``_build``."""
+
+    def _alt_text(self) -> str:
+        """What the picture shows now, in words (its alt text); override to say more than its title."""
+        return str(self.data.get("title", type(self).__name__))
 
     def _background_key(self) -> Hashable:
         """Which cached background fits ``self.data`` (override when the static part changes)."""
@@ -209,8 +297,12 @@ class LessonWidget(ABC):
         self._pictures[key] = cached  # most recent last
         while len(self._pictures) > PICTURE_CACHE_SIZE:
             self._pictures.pop(next(iter(self._pictures)))
+        # The picture in words, current with every change. ipywidgets' Image has no alt attribute (and its
+        # tooltip breaks the view in ipywidgets 8.1: the front end reads a description an Image lacks), so
+        # the words go into the readout under the picture, hidden from the eye, read by a screen reader.
+        self.data["alt"] = self._alt_text()
         if "readout" in self.data:
-            self.readout.value = readout_html(self.data["readout"], self.data.get("error"))
+            self.readout.value = readout_html(self.data["readout"], self.data.get("error"), self.data["alt"])
 
     def _render(self) -> None:
         """Draw the figure with Agg and hand the PNG to ``self.image`` (the browser swaps the picture).

@@ -113,6 +113,10 @@ class KVCacheCalculator(LessonWidget):
             "title": title, "readout": readout,
         }
 
+    def _alt_text(self) -> str:
+        bars = ", ".join(f"{label} {format_bytes(size)}" for label, _, size in self.data["rows"])
+        return f"Bar chart of the KV cache, {self.data['title']}: {bars}."
+
     def _build(self) -> list[Artist]:
         self._ax = self.figure.subplots()
         self.figure.subplots_adjust(left=0.12, right=0.98, bottom=0.16, top=0.9)
@@ -178,6 +182,11 @@ class HeadSharing(LessonWidget):
             "title": f"h={h}, h_kv={h_kv}, g={h // h_kv}: {order}",
             "readout": served + "." + verdict,
         }
+
+    def _alt_text(self) -> str:
+        d = self.data
+        return (f"Query heads q0 to q{d['heads'] - 1} in the top row, each joined by a line to the key/value head "
+                f"it reads in the bottom row ({d['title']}): {d['readout']}")
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.subplots()

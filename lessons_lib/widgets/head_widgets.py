@@ -45,7 +45,7 @@ from lessons_lib.plotting.attention_maps import (
     tile_maps,
 )
 from lessons_lib.toy_task import make_batch
-from lessons_lib.widgets.base import LessonWidget
+from lessons_lib.widgets.base import LessonWidget, map_in_words
 
 __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
@@ -96,17 +96,31 @@ class HeadExplorer(LessonWidget):
         layer = self.model.layer
         shown = "mean of all heads (no head's map)" if average else f"head {head}"
         columns = None if average else (head * layer.head_width, (head + 1) * layer.head_width)
+        labels = self.model.labels(self.tokens[item])
+        weights = self.averaged[item] if average else self.weights[item, head]
+        who = "The mean of all heads" if average else f"Head {head}"
         return {
             "head": head,
             "sequence": item,
             "average": average,
-            "labels": self.model.labels(self.tokens[item]),
-            "map": self.averaged[item] if average else self.weights[item, head],
+            "labels": labels,
+            "map": weights,
             "title": f"seq {item}: {shown}",
+            "readout": f"{who} on sequence {item} ({' '.join(labels)}): {map_in_words(weights, labels)}.",
             "columns": columns,
             **{name: None if average else head_columns(getattr(layer, name), head, layer.heads)
                for name in PROJECTIONS},
         }
+
+    def _alt_text(self) -> str:
+        d = self.data
+        if d["columns"] is None:
+            beside = "three empty panels: no head computes the mean, so no columns are shown"
+        else:
+            start, stop = d["columns"]
+            beside = f"head {d['head']}'s columns {start} to {stop - 1} of wq, wk and wv as colours"
+        return (f"Attention map, {d['title']}: queries down the side, keys along the bottom, "
+                f"{map_in_words(d['map'], d['labels'])}. Beside it, {beside}.")
 
     def _build(self) -> list[Artist]:
         # An empty slot after the map leaves room for its colour bar and the bar's label.
@@ -203,6 +217,8 @@ class HeadReslicer(LessonWidget):
             heads = f"maps of heads 0-{h - 1}"
         else:
             heads = f"maps of heads {visible[0]}-{visible[-1]} of 0-{h - 1}"
+        maps = head_maps(self.x[item : item + 1], layer.wq, layer.wk, h)[0]  # (1, h, T, T) -> (h, T, T)
+        each = "; ".join(f"head {i}: {map_in_words(maps[i], labels)}" for i in visible)
         return {
             "heads": h,
             "shown": first,
@@ -211,11 +227,17 @@ class HeadReslicer(LessonWidget):
             "boundaries": [(i * d_h, (i + 1) * d_h) for i in range(h)],
             "wq_blocks": column_blocks(layer.wq, h),
             "wk_blocks": column_blocks(layer.wk, h),
-            "maps": head_maps(self.x[item : item + 1], layer.wq, layer.wk, h)[0],  # (1, h, T, T) -> (h, T, T)
+            "maps": maps,
             "visible": visible,
             "labels": labels,
             "title": f"sequence {item} ({' '.join(labels)}): {heads}",
+            "readout": f"h = {h} heads of d_h = {d_h} columns, sequence {item}. {each[0].upper()}{each[1:]}.",
         }
+
+    def _alt_text(self) -> str:
+        d = self.data
+        return (f"Left: wq, with lines cutting its columns into h = {d['heads']} blocks of d_h = {d['d_h']}. "
+                f"Right: {d['title']}. {d['readout']}")
 
     def _build(self) -> list[Artist]:
         self._wq_ax, self._maps_ax = self.figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 3.3]})
@@ -329,7 +351,15 @@ class SplitExplorer(LessonWidget):
                 for i, (f, t) in enumerate(zip(features, tokens, strict=True))
             ),
             "title": f"{how}, h={h}: colour = head",
+            "readout": f"{how[0].upper()}{how[1:]}, h = {h}: "
+            + "; ".join(f"head {i}: {'token' if len(t) == 1 else 'tokens'} {_runs(t)}, features {_runs(f)}"
+                        for i, (f, t) in enumerate(zip(features, tokens, strict=True))) + ".",
         }
+
+    def _alt_text(self) -> str:
+        d = self.data
+        return (f"The {self.length} x {self.width} input, each entry coloured by the head it goes to. "
+                f"{d['readout']}")
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.add_axes((0.08, 0.18, 0.46, 0.7))

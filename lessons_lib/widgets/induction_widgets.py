@@ -27,7 +27,7 @@ from lessons_lib.mha_numpy import softmax
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
 from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
-from lessons_lib.widgets.base import LessonWidget
+from lessons_lib.widgets.base import LessonWidget, map_in_words
 
 __all__ = ["InductionExplorer", "example_sequences", "next_token_view", "parse_tokens"]
 
@@ -227,6 +227,13 @@ class InductionExplorer(LessonWidget):
                            fontsize=FONT_SIZE)
         self._length = 0
         return [self._map, self._whole, self._ablated, map_ax.title]
+
+    def _alt_text(self) -> str:
+        d = self.data
+        return (f"Left: the attention map of layer {d['layer']}, head {d['head']} on the {len(d['ids'])} tokens "
+                f"{' '.join(map(str, d['ids']))}, queries down the side: {map_in_words(d['map'], d['labels'])}. "
+                "Right: the probability the model gives each position's true next token, with every head "
+                "and with this head zeroed.")
 
     def _picture_key(self) -> Hashable:
         return (tuple(self.data["ids"]), self.data["layer"], self.data["head"])  # a bad entry keeps the old ids

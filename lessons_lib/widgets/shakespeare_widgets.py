@@ -25,7 +25,7 @@ from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step, tile_maps
 from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
-from lessons_lib.widgets.base import LessonWidget, _png
+from lessons_lib.widgets.base import LessonWidget, _png, map_in_words
 
 __all__ = ["ALL", "DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
 
@@ -231,6 +231,20 @@ class TextExplorer(LessonWidget):
             "likeliest_probability": float(view["top_probabilities"][0]),
             "title": f"layer {layer}, {'all heads' if head == ALL else f'head {head}'}", "readout": readout,
         }
+
+    def _alt_text(self) -> str:
+        d = self.data
+        shown = "".join(d["labels"])
+        if d["map"].ndim == 3:  # every head
+            maps = "; ".join(f"head {j}: {map_in_words(m, d['labels'])}" for j, m in enumerate(d["map"]))
+            what = f"the maps of layer {d['layer']}'s {len(d['map'])} heads side by side: {maps}"
+        else:
+            what = f"layer {d['layer']}, head {d['head']}'s attention map, queries down the side: " + map_in_words(
+                d["map"], d["labels"])
+        top = zip(d["top_characters"][:5], d["top_probabilities"][:5], strict=False)
+        bars = ", ".join(f"'{g}' {p:.2f}" for g, p in top)
+        return (f"Over the last {len(d['labels'])} characters ({shown}), {what}. Beside it, the five likeliest next "
+                f"characters as bars: {bars}.")
 
     # ----- picture -------------------------------------------------------------------------------
     # Speed: the picture is drawn in three layers, each kept. What never changes (frames, the colour bar,

@@ -110,12 +110,36 @@ def wait_until_executed(page: Any, name: str) -> list[dict[str, str]]:
     pytest.fail(f"{name}: cells still not executed after {RUN_ALL_SECONDS:.0f} s (prompts {pending})")
 
 
+# What a screen reader gets from the lesson widgets: each widget's picture in words (a span kept out of
+# sight under its readout), any element whose tooltip ipywidgets filled with "null", and any widget view
+# that failed in the front end (ipywidgets shows "Click to show javascript error." in its place).
+ACCESS_JS = """
+() => ({
+  words: Array.from(document.querySelectorAll('.jp-Notebook .lesson-widget')).map(box => {
+    const span = box.querySelector('.lesson-sr-only');
+    const hidden = span && span.getBoundingClientRect().width <= 1;
+    return span ? (hidden ? span.textContent.trim() : 'VISIBLE: ' + span.textContent.trim()) : '';
+  }),
+  nulls: Array.from(document.querySelectorAll('.jp-Notebook .lesson-widget [title="null"]')).map(
+    e => (e.className || e.tagName) + ' in ' + (e.parentElement ? e.parentElement.className : '')),
+  broken: document.querySelectorAll('.jp-Notebook .jupyter-widgets-error-widget').length,
+})
+"""
+
+
 def assert_clean_page(page: Any, name: str, when: str) -> None:
-    """Fail when any cell shows stderr output or a widget failed to render."""
+    """Fail when any cell shows stderr output, a widget (or a part of one) failed to render, a lesson
+    widget has no picture in words for screen readers, or a control shows a "null" tooltip."""
     stderr = stderr_texts(page)
     assert not stderr, f"{name} ({when}): a cell wrote to stderr:\n" + "\n---\n".join(stderr)
     notebook_text = page.locator(".jp-NotebookPanel .jp-Notebook").inner_text()
     assert "Error displaying widget" not in notebook_text, f"{name} ({when}): a widget failed to render"
+    found = page.evaluate(ACCESS_JS)
+    assert not found["broken"], f"{name} ({when}): {found['broken']} widget views failed in the front end"
+    assert all(text.startswith("The picture above: ") and len(text) > 60 for text in found["words"]), (
+        f"{name} ({when}): a lesson widget's picture has no words for a screen reader: {found['words']}"
+    )
+    assert not found["nulls"], f"{name} ({when}): elements with a 'null' tooltip: {found['nulls']}"
 
 
 def snapshot(page: Any) -> str:
@@ -216,6 +240,7 @@ def exercise_widgets(page: Any, name: str, shots: Path) -> int:
     controls += [("dropdown", dropdowns.nth(i)) for i in range(dropdowns.count())]
     controls += [("text", texts.nth(i)) for i in range(texts.count())]
     assert controls, f"{name}: the notebook uses widgets but no slider, dropdown or text box rendered"
+    assert page.locator(".jp-Notebook .lesson-widget img").count(), f"{name}: no lesson widget's picture rendered"
     cramped = page.evaluate(CONTROLS_FIT_JS)
     assert not cramped, f"{name}: widget controls that cut their text or put their label above them: {cramped}"
     for index, (kind, control) in enumerate(controls):

@@ -359,9 +359,23 @@ def real_alt_text(alt: str) -> bool:
     return len(alt.split()) >= 6 and alt.endswith(".") and not re.search(r"\.(png|svg|jpe?g)\b|_images/", alt)
 
 
+# Every figure wider than its output box on this screen that does not both link to its own file (a tap
+# opens it whole) and show the line above it that says so.
+FIGURE_CUE_JS = r"""
+() => Array.from(document.querySelectorAll('.bd-content div.cell_output img')).filter(img => {
+  const box = img.closest('div.cell_output');
+  if (img.getBoundingClientRect().width <= box.clientWidth + 1) return false;
+  const link = img.closest('a');
+  const cue = getComputedStyle(box, '::before').content || '';
+  return !(link && /\.(png|svg)$/.test(link.getAttribute('href') || '') && cue.includes('Tap the figure'));
+}).map(img => img.getAttribute('src'))
+"""
+
+
 def test_every_page_fits_a_phone(built_site: Path, browser: Any, tmp_path: Path) -> None:
     """At 390 px no page scrolls sideways: long inline code, titles and printed lines wrap, wide figures
-    scroll inside their own box; the landing page has a launch button too."""
+    scroll inside their own box, under a line that says a tap opens them whole (and the tap does: each
+    links to its file); the landing page has a launch button too."""
     page = browser.new_page(viewport=PHONE, device_scale_factor=2)
     try:
         page.goto((built_site / "site" / "index.html").as_uri())
@@ -371,6 +385,7 @@ def test_every_page_fits_a_phone(built_site: Path, browser: Any, tmp_path: Path)
         box = button.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], "the launch button is cut off"
         widths = {"index": page_width(page)}
+        missing: list[str] = []
         page.screenshot(path=str(tmp_path / "phone_index.png"))
         for lesson in lessons():
             page.goto((built_site / "notebooks" / f"{lesson}.html").as_uri())
@@ -378,8 +393,10 @@ def test_every_page_fits_a_phone(built_site: Path, browser: Any, tmp_path: Path)
             widths[lesson] = page_width(page)
             if widths[lesson] > PHONE["width"]:
                 page.screenshot(path=str(tmp_path / f"phone_{lesson}.png"), full_page=True)
+            missing.extend(f"{lesson}: {src}" for src in page.evaluate(FIGURE_CUE_JS))
         too_wide = {name: width for name, width in widths.items() if width > PHONE["width"]}
         assert not too_wide, f"pages wider than a {PHONE['width']} px phone (px): {too_wide}"
+        assert not missing, f"figures wider than the phone's column with no cue or no link to open them: {missing}"
     finally:
         page.close()
 

@@ -508,6 +508,11 @@ LATENT_ROWS += [
     Mistake(LATENT, "the checker's private helper", lambda: check_latent_factors_function(
         lambda wk, wv, d_c: _factors()(*np.split(real_model_heads._truncated(np.concatenate([wk, wv], axis=1), d_c),
                                                2, axis=1), d_c)), "uses the library's _truncated"),
+    Mistake(LATENT, "up-projections transposed", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: (lambda f: (f[0], f[1].T, f[2].T))(_factors()(wk, wv, d_c))),
+        "w_uk and w_uv are transposed"),
+    Mistake(LATENT, "factors in the wrong order", lambda: check_latent_factors_function(
+        lambda wk, wv, d_c: (lambda f: (f[1], f[2], f[0]))(_factors()(wk, wv, d_c))), "in the wrong order"),
     Mistake(LATENT, "d_c cut to one projection's width", lambda: check_latent_factors_function(
         lambda wk, wv, d_c: _factors()(wk, wv, min(d_c, wk.shape[1]))), "the latent may be wider"),
     Mistake(LATENT, "rebuilt projections returned", lambda: check_latent_factors_function(

@@ -696,7 +696,15 @@ def check_latent_factors_function(function: Any) -> Verdict:
                                     f"kept at wk.shape[1] = {kv} {sizes}, the keys' columns first"
                                     + (f" (your function has {', '.join(map(str, written))} written in)"
                                        if written else ""))
-        if shapes != ((D, d_c), (d_c, kv), (d_c, kv)):
+        expected = ((D, d_c), (d_c, kv), (d_c, kv))
+        if shapes == ((D, d_c), (kv, d_c), (kv, d_c)):
+            return failed(question, f"w_uk and w_uv are transposed, (kv, d_c) = {(kv, d_c)} each {sizes}: the "
+                                    "up-projections take the d_c latent numbers to kv features, (d_c, kv); they "
+                                    "are the first d_c ROWS of V^T, split at the keys' last column")
+        if shapes != expected and sorted(shapes) == sorted(expected):
+            return failed(question, f"the three factors come back in the wrong order ({shapes[0]}, {shapes[1]}, "
+                                    f"{shapes[2]}) {sizes}: return w_dkv (D, d_c) first, then w_uk, then w_uv")
+        if shapes != expected:
             if trial == 1 and written:
                 return failed(question, f"right for the first sizes, not with others {sizes}: your function has "
                                         f"{', '.join(map(str, written))} written in; read the sizes from wk and d_c")

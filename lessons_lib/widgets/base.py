@@ -144,8 +144,8 @@ def readout_html(text: str, error: str | None = None, picture: str | None = None
             f"\u26a0 {problem}</p><p>{body}</p>{words}")
 
 
-def _steps(k: int) -> str:
-    return f"{k} step back" if k == 1 else f"{k} steps back"
+def _steps(k: int, way: str) -> str:
+    return f"{k} step {way}" if k == 1 else f"{k} steps {way}"
 
 
 def map_in_words(weights: Any, labels: Sequence[str] | None = None) -> str:
@@ -161,32 +161,32 @@ def map_in_words(weights: Any, labels: Sequence[str] | None = None) -> str:
     if w.ndim != 2 or 0 in w.shape:
         raise ValueError(f"weights must be one map (T, S) with T, S >= 1, got shape {w.shape}")
     T, S = w.shape
-    top = w.argmax(axis=1)
     ordered = np.sort(w, axis=1)
     single = ordered[:, -1] - (ordered[:, -2] if S > 1 else 0.0) > 1e-9  # a query whose largest weight is unique
-    offsets = np.where(single, np.arange(T) + (S - T) - top, S + 1)  # S + 1: no offset (a tie)
-    top = np.where(single, top, -1)
+    top = w.argmax(axis=1)[single]  # the key each such query weighs most
+    offsets = (np.arange(T) + (S - T))[single] - top
 
     def lead(n: int) -> str:  # who puts their largest weight there
         if n == T:
             return "every query puts its" if T > 1 else "the one query puts its"
         return f"{n} of {T} queries put their"
 
-    values, counts = np.unique(offsets[single], return_counts=True)
-    offset, n = (int(values[counts.argmax()]), int(counts.max())) if single.any() else (0, 0)
+    def most(values: NDArray[np.int64]) -> tuple[int, int]:  # the commonest value and how many have it
+        found, counts = np.unique(values, return_counts=True)
+        return int(found[counts.argmax()]), int(counts.max())
+
     if not single.any():
         text = "every query gives several keys the same largest weight"
-    elif 2 * n > T:
-        where = "on itself" if offset == 0 else _steps(offset) if offset > 0 else f"{_steps(-offset)[:-5]} ahead"
+    elif 2 * most(offsets)[1] > T:
+        offset, n = most(offsets)
+        where = "on itself" if offset == 0 else _steps(offset, "back") if offset > 0 else _steps(-offset, "ahead")
         text = f"{lead(n)} largest weight {where}"
-    else:
-        values, counts = np.unique(top[single], return_counts=True)
-        key, n = int(values[counts.argmax()]), int(counts.max())
+    elif 2 * most(top)[1] > T:
+        key, n = most(top)
         named = f" ({labels[key]})" if labels is not None and key < len(labels) else ""
-        if 2 * n > T:
-            text = f"{lead(n)} largest weight on key position {key}{named}"
-        else:
-            text = "no one offset or position takes most queries' largest weight"
+        text = f"{lead(n)} largest weight on key position {key}{named}"
+    else:
+        text = "no one offset or position takes most queries' largest weight"
     mean_top = float(w.max(axis=1).mean())
     kind = "sharp" if mean_top >= 0.8 else "spread out" if mean_top < 0.3 else "in between"
     return f"{text}; {kind}, the largest weight averages {mean_top:.2f}"

@@ -67,9 +67,9 @@ class HeadExplorer(LessonWidget):
 
     Controls: ``head`` (0 .. h-1), ``sequence`` (0 .. B-1), ``average`` (show the mean over heads
     instead of the chosen head's map). ``.data`` holds those three values and ``labels`` (the
-    sequence's tokens), ``map (T, S)``, ``title`` (the map's), ``columns`` (start, stop) and the head's
-    column blocks ``wq, wk, wv (D, d_h)``. With ``average`` on, no head computes the map, so
-    ``columns`` and the blocks are ``None`` and the three column panels are left blank.
+    sequence's tokens), ``map (T, S)``, ``pattern`` (the map in words), ``title`` (the map's),
+    ``columns`` (start, stop) and the head's column blocks ``wq, wk, wv (D, d_h)``. With ``average``
+    on, no head computes the map, so ``columns`` and the blocks are ``None`` and the three column panels are left blank.
     """
 
     def __init__(self, model: ToyHeads | None = None, batch_size: int = 4, seed: int = EVAL_SEED) -> None:
@@ -99,6 +99,7 @@ class HeadExplorer(LessonWidget):
         labels = self.model.labels(self.tokens[item])
         weights = self.averaged[item] if average else self.weights[item, head]
         who = "The mean of all heads" if average else f"Head {head}"
+        pattern = map_in_words(weights, labels)
         return {
             "head": head,
             "sequence": item,
@@ -106,7 +107,8 @@ class HeadExplorer(LessonWidget):
             "labels": labels,
             "map": weights,
             "title": f"seq {item}: {shown}",
-            "readout": f"{who} on sequence {item} ({' '.join(labels)}): {map_in_words(weights, labels)}.",
+            "pattern": pattern,
+            "readout": f"{who} on sequence {item} ({' '.join(labels)}): {pattern}.",
             "columns": columns,
             **{name: None if average else head_columns(getattr(layer, name), head, layer.heads)
                for name in PROJECTIONS},
@@ -120,7 +122,7 @@ class HeadExplorer(LessonWidget):
             start, stop = d["columns"]
             beside = f"head {d['head']}'s columns {start} to {stop - 1} of wq, wk and wv as colours"
         return (f"Attention map, {d['title']}: queries down the side, keys along the bottom, "
-                f"{map_in_words(d['map'], d['labels'])}. Beside it, {beside}.")
+                f"{d['pattern']}. Beside it, {beside}.")
 
     def _build(self) -> list[Artist]:
         # An empty slot after the map leaves room for its colour bar and the bar's label.
@@ -339,6 +341,8 @@ class SplitExplorer(LessonWidget):
         layout = split_layout(self.length, self.width, h, mode)
         features, tokens = features_per_head(layout, h), tokens_per_head(layout, h)
         how = "reshape then transpose" if mode == "correct" else "direct reshape (wrong)"
+        lines = [f"head {i}: {'token' if len(t) == 1 else 'tokens'} {_runs(t)}, features {_runs(f)}"
+                 for i, (f, t) in enumerate(zip(features, tokens, strict=True))]  # one per head
         return {
             "split": mode,
             "heads": h,
@@ -346,14 +350,9 @@ class SplitExplorer(LessonWidget):
             "layout": layout,
             "features": features,
             "tokens": tokens,
-            "legend": "\n".join(
-                f"head {i}: {'token' if len(t) == 1 else 'tokens'} {_runs(t)}, features {_runs(f)}"
-                for i, (f, t) in enumerate(zip(features, tokens, strict=True))
-            ),
+            "legend": "\n".join(lines),
             "title": f"{how}, h={h}: colour = head",
-            "readout": f"{how[0].upper()}{how[1:]}, h = {h}: "
-            + "; ".join(f"head {i}: {'token' if len(t) == 1 else 'tokens'} {_runs(t)}, features {_runs(f)}"
-                        for i, (f, t) in enumerate(zip(features, tokens, strict=True))) + ".",
+            "readout": f"{how[0].upper()}{how[1:]}, h = {h}: " + "; ".join(lines) + ".",
         }
 
     def _alt_text(self) -> str:

@@ -28,6 +28,7 @@ MINIMUM_VERSIONS = {
     "torch": "2.5.1",
     "matplotlib": "3.8.0",
     "ipywidgets": "8.0.0",
+    "anywidget": "0.11.0",
     "ipykernel": "7.3.0",
     "nbformat": "5.11.1",
     "jupyterlab": "4.0.0",

@@ -87,6 +87,9 @@ html_theme_options = {
 }
 # Light or dark as the reader's system prefers (the theme logs a console error when this is unset).
 html_context = {"default_mode": "auto"}
+# site/_templates wraps two of the theme's sidebar items: the search button without its aria-label, and the
+# site title inside a landmark (each template says why).
+templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["site.css"]
 html_extra_path = ["_extra"]  # index.html at the top of the site, forwarding to site/index.html

@@ -28,7 +28,7 @@ def test_every_check_passes_here_and_the_command_says_so(capsys: pytest.CaptureF
     names = [line.split(":")[0].split(maxsplit=1)[1] for line in lines[:-1]]
     assert names == ["Python", *doctor.MINIMUM_VERSIONS, "lessons", "data", "NumPy = PyTorch"]
     assert [name for name, line in zip(names, lines, strict=False) if not line.startswith("OK")] == missing
-    assert lines[-1].startswith("All 11 checks passed") if not missing else lines[-1].startswith("1 of 11 checks")
+    assert lines[-1].startswith("All 12 checks passed") if not missing else lines[-1].startswith("1 of 12 checks")
 
 
 def test_a_missing_or_old_package_fails_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,7 +67,7 @@ def test_the_command_exits_1_and_counts_the_failures(
     assert "FAIL  Python: 3.9.0; the lessons need 3.10 or newer" in out
     missing = [name for name in doctor.MINIMUM_VERSIONS if not installed(name)]  # none but in the oldest set
     failed = ", ".join(["Python", *missing])
-    last = f"{1 + len(missing)} of 11 checks failed ({failed}): fix them before the first lesson."
+    last = f"{1 + len(missing)} of 12 checks failed ({failed}): fix them before the first lesson."
     assert out.splitlines()[-1] == last
 
 

@@ -14,6 +14,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.colorbar import Colorbar
 from PIL import Image as PILImage
 
 from lessons_lib.inspect_heads import ToyHeads, load_toy_heads, run_layer, split_layout
@@ -236,6 +237,13 @@ def test_helpers() -> None:
         tile_maps(np.ones((5, 2, 2)), slots=4)
 
 
+def colour_bars(widget: LessonWidget) -> list[Colorbar]:
+    """The colour bars of the widget's maps and matrices (images, or meshes of flat cells), in axes order."""
+    shown = [artist for ax in widget.figure.axes for artist in [*ax.images, *ax.collections]]
+    bars = [getattr(artist, "colorbar", None) for artist in shown]
+    return [bar for bar in bars if isinstance(bar, Colorbar)]
+
+
 @pytest.mark.parametrize(
     ("make", "labels"),
     [
@@ -248,7 +256,7 @@ def test_head_widgets_have_static_colour_bars(
     model: ToyHeads, make: Callable[[ToyHeads], LessonWidget], labels: list[str]
 ) -> None:
     widget = make(model)
-    bars = [image.colorbar for ax in widget.figure.axes for image in ax.images if image.colorbar is not None]
+    bars = colour_bars(widget)
     assert [bar.ax.get_ylabel() for bar in bars] == labels
     # Drawn once into the cached background: no colour bar is among the artists redrawn per update.
     assert not {bar.ax for bar in bars} & {getattr(artist, "axes", None) for artist in widget._dynamic}
@@ -258,7 +266,7 @@ def test_head_widgets_have_static_colour_bars(
 
 def test_split_explorer_bar_names_every_head_it_offers() -> None:
     widget = SplitExplorer()
-    (bar,) = [image.colorbar for ax in widget.figure.axes for image in ax.images if image.colorbar is not None]
+    (bar,) = colour_bars(widget)
     assert list(bar.get_ticks()) == list(range(max(widget.controls["heads"].options)))
 
 

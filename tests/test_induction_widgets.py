@@ -171,7 +171,10 @@ def test_explorer_picture_follows_the_sequence(model: InductionModel) -> None:
     explorer.controls["tokens"].value = "1 2 3 1"
     labels = [t.get_text() for t in explorer._map_ax.get_xticklabels()]
     assert labels == ["1", "2", "3", "1"]
-    assert list(explorer._map.get_extent()) == [-0.5, 3.5, 3.5, -0.5]
+    assert [*explorer._map_ax.get_xlim(), *explorer._map_ax.get_ylim()] == [-0.5, 3.5, 3.5, -0.5]  # the map, 4 x 4
+    cells = np.asarray(explorer._map.get_array(), dtype=float)  # a mesh with room for the longest sequence
+    np.testing.assert_array_equal(cells[:4, :4], explorer.data["map"])
+    assert np.isnan(cells[4:]).all() and np.isnan(cells[:, 4:]).all()  # the rest: empty, out of sight
     x, y = explorer._whole.get_data()
     np.testing.assert_array_equal(np.asarray(y, dtype=float), explorer.data["p_next"])
     assert len(np.asarray(x)) == 3

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.text import Text
+from numpy.typing import NDArray
 from PIL import Image as PILImage
 
 from lessons_lib import shakespeare
@@ -153,6 +154,14 @@ def test_the_prediction_is_the_models_softmax_at_the_last_position(
         assert [t.get_text() for t in explorer._choices] == d["top_characters"]
 
 
+def shown_cells(explorer: TextExplorer) -> NDArray[np.float64]:
+    """The map's cells within the axes' limits (its mesh has room for every head's map side by side)."""
+    (left, right), (bottom, top) = explorer._map_ax.get_xlim(), explorer._map_ax.get_ylim()
+    cells = np.asarray(explorer._map.get_array(), dtype=np.float64)
+    assert (left, top) == (-0.5, -0.5) and np.isnan(cells[round(bottom + 0.5):]).all()
+    return cells[: round(bottom + 0.5), : round(right + 0.5)]
+
+
 def test_layer_and_head_change_the_map_without_running_the_model_again(
     explorer: TextExplorer, model: ShakespeareModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,7 +177,7 @@ def test_layer_and_head_change_the_map_without_running_the_model_again(
         assert (d["layer"], d["head"]) == (layer, head) and d["title"] == f"layer {layer}, head {head}"
         head_weights = weights[layer][0, head]
         np.testing.assert_allclose(d["map"], head_weights[start:, start:], rtol=1e-6)
-        np.testing.assert_allclose(np.asarray(explorer._map.get_array()), np.sqrt(d["map"]), rtol=1e-6)
+        np.testing.assert_allclose(shown_cells(explorer), np.sqrt(d["map"]), rtol=1e-6)
         assert d["hidden_weight"] == pytest.approx(float(head_weights[-1, :start].sum()), abs=1e-6)
         assert d["strongest"] == int(head_weights[-1].argmax())
         assert f"Layer {layer}, head {head}: the last character puts its largest weight, " \
@@ -241,7 +250,7 @@ def test_all_heads_side_by_side(explorer: TextExplorer, model: ShakespeareModel)
     np.testing.assert_allclose(d["hidden_weight"], last[:, :start].sum(axis=-1), rtol=1e-5)
     assert d["strongest"] == last.argmax(axis=-1).tolist()
     tiled = tile_maps(np.sqrt(d["map"]), 4, 2)  # h = 4: two rows of two maps
-    np.testing.assert_allclose(np.asarray(explorer._map.get_array()), tiled, rtol=1e-6)
+    np.testing.assert_allclose(shown_cells(explorer), tiled, rtol=1e-6, equal_nan=True)
     assert [t.get_text() for t in explorer._names] == [f"head {j}" for j in range(c.heads)]
     assert not any(t.get_text() for t in [explorer._key_row, *explorer._keys, *explorer._queries])  # too small
     assert "Layer 2, every head: the last character puts its largest weight in head 0, " in d["readout"]
@@ -281,7 +290,7 @@ def test_the_map_labels_every_character_it_can(explorer: TextExplorer) -> None:
     explorer.controls["text"].value = "To be,\nor not"
     every = list(enumerate("To\u00b7be,\u23ceor\u00b7not"))
     assert shown_labels(explorer._keys) == every and shown_labels(explorer._queries) == every
-    assert list(explorer._map.get_extent()) == [-0.5, 12.5, 12.5, -0.5]
+    assert [*explorer._map_ax.get_xlim(), *explorer._map_ax.get_ylim()] == [-0.5, 12.5, 12.5, -0.5]
     assert len(explorer._ticks[0].get_segments()) == len(explorer._ticks[1].get_segments()) == 13
     assert explorer._map_ax.get_title() == "layer 0, head 0"
     explorer._pictures.clear()  # draw it all now: the kept picture and layers of the first text would be

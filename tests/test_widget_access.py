@@ -1,13 +1,15 @@
 """What a screen reader and a keyboard user get from every lesson widget, checked without a browser:
 the picture in words (current after every change, under the readout for screen readers only), a tooltip
-on every control (ipywidgets shows "null" without one), a text readout, and the style sheet's colours at
-WCAG's ratios.
+on every control (ipywidgets shows "null" without one), a text readout, the style sheet's colours at
+WCAG's ratios, and the access layer (access.py) that gives the picture its alt, names and states.
 The browser tests (tests/browser) check the same things in JupyterLab."""
 
 from __future__ import annotations
 
 import html
 import re
+import sys
+import types
 from collections.abc import Callable
 
 import matplotlib
@@ -18,7 +20,8 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
-from lessons_lib.widgets.base import FOCUS_COLOUR, KNOB_EDGE, WIDGET_STYLE, LessonWidget, map_in_words
+from lessons_lib.widgets import access
+from lessons_lib.widgets.base import FOCUS_COLOUR, KNOB_EDGE, WIDGET_STYLE, LessonWidget, map_in_words, readout_html
 from lessons_lib.widgets.cache_widgets import HeadSharing, KVCacheCalculator
 from lessons_lib.widgets.head_widgets import HeadExplorer, HeadReslicer, SplitExplorer
 from lessons_lib.widgets.induction_widgets import InductionExplorer
@@ -122,6 +125,42 @@ def test_every_widget_carries_the_style_sheet_in_its_own_box(made: tuple[LessonW
     assert ".lesson-widget .lesson-sr-only" in WIDGET_STYLE and "clip-path: inset(50%)" in WIDGET_STYLE
     rules = re.findall(r"([^{}]+)\{", WIDGET_STYLE.split("<style>")[1])
     assert all(rule.strip().startswith(".lesson-widget ") for rule in rules), "a rule would reach the whole page"
+
+
+def test_every_widget_carries_its_access_layer_out_of_sight(made: tuple[LessonWidget, str, object]) -> None:
+    widget, _, _ = made
+    layer_class = access._layer_class()
+    assert layer_class is not None, "anywidget is in requirements.txt"
+    layers = [child for child in widget.ui.children if isinstance(child, layer_class)]
+    assert len(layers) == 1 and layers[0].layout.display == "none"
+    assert "lesson-readout" in widget.readout._dom_classes  # what the layer makes a live region
+
+
+def test_the_access_script_sets_what_ipywidgets_leaves_out() -> None:
+    script = access.ACCESS_SCRIPT
+    for call in ("set(img, 'alt', alt)", "set(handle, 'aria-label', nameOf(slider))", "set(button, 'aria-pressed'",
+                 "set(readout, 'aria-live', 'polite')", "set(control, 'data-lm-suppress-shortcuts', 'true')"):
+        assert call in script, f"the script never does {call}"
+    assert "export default { render }" in script and "MutationObserver" in script
+    assert "The picture above: " in script and "The picture above: " in readout_html("x", picture="y")
+
+
+def test_no_access_layer_where_its_script_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert access.access_layer() is not None
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert access.access_layer() is None  # Colab shows third-party widgets only after enabling them
+    monkeypatch.delitem(sys.modules, "google.colab")
+    access._layer_class.cache_clear()
+    monkeypatch.setitem(sys.modules, "anywidget", None)  # import anywidget fails
+    try:
+        assert access.access_layer() is None
+        widget = SplitExplorer()  # the widget itself still works, its words still under the readout
+        assert not any(isinstance(child, widgets.DOMWidget) and child.layout.display == "none"
+                       for child in widget.ui.children)
+        assert "The picture above: " in widget.readout.value
+    finally:
+        monkeypatch.delitem(sys.modules, "anywidget")
+        access._layer_class.cache_clear()
 
 
 def _luminance(colour: str) -> float:

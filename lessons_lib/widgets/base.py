@@ -22,15 +22,18 @@ Pictures are rendered with Agg at ``PIXEL_DENSITY`` (2) times the pixel density 
 size and shown in an ``ipywidgets.Image`` whose CSS size is the displayed size: crisp on HiDPI screens.
 Going back to a state shown a moment ago shows its kept picture again without drawing it
 (``PICTURE_CACHE_SIZE`` recent pictures per widget). Sliders send their value when released, so a drag
-draws once, never a queue of pictures the learner has already moved past.
+draws once, never a queue of pictures the learner has already moved past; and a quick run of changes
+from the browser (arrow keys held on a dropdown) shows only its last state (``SETTLE_SECONDS``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import os
 import re
 import struct
+import threading
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
@@ -40,9 +43,14 @@ import ipywidgets as widgets
 import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from numpy.typing import NDArray
+
+from lessons_lib.widgets.access import access_layer
 
 __all__ = [
     "DISPLAY_DPI",
@@ -60,6 +68,19 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # How many recent pictures a widget keeps (PNG bytes, 50-200 KB each): going back to a state shown a moment
 # ago (head 0 -> 1 -> 0, repeat <-> tile) shows its picture again without drawing it. 0 turns this off.
 PICTURE_CACHE_SIZE = int(os.environ.get("LESSONS_PICTURE_CACHE", "24"))
+# When the picture of a change from the browser is shown (see `LessonWidget._show`): SETTLE_SECONDS after
+# the change at the earliest, so that a next change can still drop it. That is longer than the gap
+# between the changes of a burst (a dropdown's arrow keys repeat every 30-40 ms; in the kernel, the
+# messages come 35-50 ms apart), and short beside the 150 ms a change may take to show. Within a burst,
+# its latest state is drawn once no change has come for BURST_SECONDS (the messages of a burst come
+# further apart while the kernel draws: the browser sends the next one once the kernel has taken the last).
+SETTLE_SECONDS = float(os.environ.get("LESSONS_SETTLE_MS", "60")) / 1000
+BURST_SECONDS = max(0.08, SETTLE_SECONDS)
+QUEUED_SECONDS = 0.005  # enough for the kernel to handle the messages already queued before drawing
+# Backgrounds a widget keeps (see `LessonWidget._render`): the parts of its picture that never change, and
+# on them the layers drawn for the `KEPT_LAYERS` latest background keys (a figure's pixels, 4-7 MB each).
+KEPT_LAYERS = 6
+STILL = ("the parts that never change",)  # their key among a widget's backgrounds (never a background key)
 # Shown in place of the widget where no Python kernel runs it (the website, GitHub, nbviewer);
 # JupyterLab shows the live widget instead, because the widget view comes first in its order.
 STATIC_NOTE = (
@@ -85,6 +106,61 @@ WIDGET_STYLE = f"""<style>
 .lesson-widget .lesson-sr-only {{ position: absolute; width: 1px; height: 1px; overflow: hidden;
   clip-path: inset(50%); white-space: nowrap; }}
 </style>"""
+
+
+# One widget update at a time, in every thread: a kernel may handle widget messages on a thread of their
+# own (ipykernel 7's subshells, which JupyterLab uses for them) while a cell runs on the main thread.
+_UPDATING = threading.RLock()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread (a Jupyter kernel's, while it handles a message), else None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _pin_axis_labels(*axes: Axis) -> None:
+    """Keep each axis's label where Matplotlib last placed it (beside the tick labels drawn then).
+
+    Left to itself, Matplotlib places an axis label anew on every draw of its axis, measuring every tick
+    label twice more to do so: a third of the time of an axis drawn per update or per sequence. Call it
+    once the picture has been drawn, for an axis whose box and widest tick label stay as they are.
+    """
+    for axis in axes:
+        x, y = axis.label.get_position()
+        axis.set_label_coords(x, y, transform=axis.label.get_transform())
+
+
+def _as_mesh(image: AxesImage, shape: tuple[int, int] | None = None) -> QuadMesh:
+    """``image`` (an ``imshow`` of a matrix, cell ``(r, c)`` centred on ``x = c, y = r``) made a mesh of flat
+    cells: the same cells, colours, colour scale and place. Agg draws the mesh 5-10 times faster than it
+    resamples the image to the screen's pixels (and the cells' edges land on the same pixels, or one beside).
+
+    ``shape``: room for up to that many rows and columns; cells past the data stay empty, out of sight as
+    long as the axes' limits show only the data. Show new data with `_set_cells`.
+    """
+    ax = image.axes
+    limits = ax.get_xlim(), ax.get_ylim()
+    data = np.asarray(image.get_array(), dtype=np.float64)
+    rows, columns = shape or data.shape[:2]
+    mesh = ax.pcolormesh(np.arange(columns + 1) - 0.5, np.arange(rows + 1) - 0.5, np.full((rows, columns), np.nan),
+                         cmap=image.get_cmap(), norm=image.norm, antialiased=False,  # type: ignore[arg-type]
+                         zorder=image.get_zorder())
+    _set_cells(mesh, data)
+    image.remove()
+    ax.set_xlim(limits[0])  # as the image left them (adding the mesh may have widened them)
+    ax.set_ylim(limits[1])
+    return mesh
+
+
+def _set_cells(mesh: QuadMesh, data: NDArray[Any]) -> None:
+    """Show the matrix ``data`` in ``mesh`` (from `_as_mesh`): cell ``(r, c)`` is ``data[r, c]``, the rest empty."""
+    rows, columns = (size - 1 for size in np.shape(mesh.get_coordinates())[:2])
+    cells = np.full((rows, columns), np.nan)
+    cells[: data.shape[0], : data.shape[1]] = data
+    mesh.set_array(np.ma.masked_invalid(cells))  # type: ignore[no-untyped-call]
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
@@ -221,6 +297,7 @@ class LessonWidget(ABC):
         # The text under the picture wraps at the picture's width, never wider.
         # An empty tooltip, not none: ipywidgets would give the (empty, hidden) description label the title "null".
         self.readout = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px"), tooltip="")
+        self.readout.add_class("lesson-readout")  # a live region (see access.py): a screen reader reads each change
         self._holding = False
         self._backgrounds: dict[Hashable, Any] = {}
         self._pictures: dict[Hashable, bytes] = {}  # picture key -> PNG, the most recently shown last
@@ -235,7 +312,10 @@ class LessonWidget(ABC):
         rows = [list(controls)] if rows is None else rows
         boxes = [widgets.HBox([controls[name] for name in row]) for row in rows]
         text = [self.readout] if "readout" in self.data else []
-        self.ui = widgets.VBox([*boxes, self.image, *text, self._style])
+        # The picture's alt, names for slider handles, toggles' state, arrow keys: see access.py (None where
+        # its script cannot run; the readout then still carries the picture in words).
+        layer = access_layer()
+        self.ui = widgets.VBox([*boxes, self.image, *text, self._style, *([] if layer is None else [layer])])
         self.ui.add_class("lesson-widget")
 
     @abstractmethod
@@ -258,18 +338,38 @@ class LessonWidget(ABC):
         """Which cached background fits ``self.data`` (override when the static part changes)."""
         return None
 
+    # The update path's state (class defaults, so `__init__` sets none): the event loop a change from the
+    # browser is being handled on (None for a change made in Python); the picture waiting on an event loop
+    # (the callback's handle and its loop), if any; and the number of the latest change, which a waiting
+    # callback checks before it draws or shows anything (a newer change makes it stale).
+    _settling: asyncio.AbstractEventLoop | None = None
+    _pending: tuple[asyncio.TimerHandle, asyncio.AbstractEventLoop] | None = None
+    _turn = 0
+    _kept_layers = KEPT_LAYERS  # backgrounds kept besides the still parts (see `_render`)
+
     def _changed(self, name: str) -> None:
         """Called when control ``name`` changes; override to adjust other controls first."""
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute ``.data`` from the controls and show it."""
-        self.data = self._compute()
-        self._show()
+        """Recompute ``.data`` from the controls and show it (see `_show` for when its picture comes)."""
+        with _UPDATING:
+            self.data = self._compute()
+            self._show()
 
     def _on_value(self, name: str) -> None:
-        if not self._holding:
-            self._changed(name)
+        with _UPDATING:
+            if self._holding:
+                return
+            # A change the browser sent: ipywidgets applies it inside `Widget.set_state`, which holds the
+            # control's property lock while the observers run. A change made in Python (a test, a notebook
+            # cell) holds none.
+            outer = self._settling
+            self._settling = _running_loop() if self.controls[name]._property_lock else None
+            try:
+                self._changed(name)
+            finally:
+                self._settling = outer
 
     def _replace_options(self, name: str, options: Sequence[Any], value: Any) -> None:
         """New options (and value) for control ``name`` without a redraw per intermediate value."""
@@ -285,47 +385,140 @@ class LessonWidget(ABC):
         return tuple(control.value for control in self.controls.values())
 
     def _show(self) -> None:
-        """Show ``.data``: a picture already drawn for the same key is shown again without drawing."""
-        key = self._picture_key()
-        cached = self._pictures.pop(key, None)
-        if cached is None:
-            self._draw()
-            self._render()
-            cached = self.image.value
-        else:
-            self.image.value = cached
-        self._pictures[key] = cached  # most recent last
-        while len(self._pictures) > PICTURE_CACHE_SIZE:
-            self._pictures.pop(next(iter(self._pictures)))
+        """Show ``.data``: its words (``.data["alt"]``) at once, its picture and the readout under it now
+        for a change made in Python (``.data`` and ``.image`` are current when ``.value = ...`` returns),
+        a moment later for a change from the browser, so that a burst of changes shows only its last state.
+
+        A change from the browser waits on the event loop of the kernel's thread that handles it. Out of
+        quiet, its picture is drawn as soon as the messages already queued have been handled
+        (`QUEUED_SECONDS`) and shown once `SETTLE_SECONDS` have passed since the change (at once if drawing
+        took that long). A change that comes while a picture waits (to be drawn or shown) is one of a burst
+        (arrow keys held on a dropdown, quick clicks): the waiting picture is dropped, and the burst's
+        latest state is drawn and shown once no change has come for `BURST_SECONDS`. A change made in
+        Python drops a waiting picture too.
+        """
         # The picture in words, current with every change. ipywidgets' Image has no alt attribute (and its
         # tooltip breaks the view in ipywidgets 8.1: the front end reads a description an Image lacks), so
-        # the words go into the readout under the picture, hidden from the eye, read by a screen reader.
+        # the words go into the readout under the picture, hidden from the eye, read by a screen reader;
+        # the access layer (access.py) copies them into the picture's alt where its script runs.
         self.data["alt"] = self._alt_text()
+        self._turn += 1
+        burst = self._pending is not None  # a picture waits: this change is one of a burst
+        self._drop_pending()
+        loop = self._settling
+        if loop is None:
+            self._present(self._picture())
+        elif burst:
+            self._wait(loop, BURST_SECONDS, self._paint, self._turn)
+        else:
+            self._wait(loop, QUEUED_SECONDS, self._draw_ahead, self._turn, loop.time() + SETTLE_SECONDS)
+
+    def _wait(self, loop: asyncio.AbstractEventLoop, delay: float, callback: Any, *args: Any) -> None:
+        """Call ``callback(*args)`` on ``loop`` after ``delay`` seconds, as the picture waiting."""
+        self._pending = (loop.call_later(delay, callback, *args), loop)
+
+    def _drop_pending(self) -> None:
+        """Cancel the waiting callback, if any (on its own loop: the change may come on another thread)."""
+        if self._pending is not None:
+            handle, loop = self._pending
+            if loop is _running_loop():
+                handle.cancel()
+            elif not loop.is_closed():  # else it will never run; either way its turn has passed
+                loop.call_soon_threadsafe(handle.cancel)
+            self._pending = None
+
+    def _draw_ahead(self, turn: int, due: float) -> None:
+        """Draw the picture of a change from the browser now; show it at loop time ``due`` (or, if that has
+        passed, once the messages queued meanwhile have been handled) unless another change comes first."""
+        with _UPDATING:
+            if turn != self._turn:
+                return  # a newer change came meanwhile (on another thread)
+            picture = self._picture()
+            loop = asyncio.get_running_loop()
+            self._wait(loop, max(due - loop.time(), QUEUED_SECONDS), self._present_turn, turn, picture)
+
+    def _paint(self, turn: int) -> None:
+        """Draw the picture of ``.data`` and show it with the readout, unless a newer change came."""
+        with _UPDATING:
+            if turn == self._turn:
+                self._present(self._picture())
+
+    def _present_turn(self, turn: int, picture: bytes) -> None:
+        """Show ``picture`` (drawn ahead) with the readout, unless a newer change came."""
+        with _UPDATING:
+            if turn == self._turn:
+                self._present(picture)
+
+    def _picture(self) -> bytes:
+        """The picture of ``.data`` as PNG: a picture already drawn for the same key again, without drawing."""
+        key = self._picture_key()
+        picture = self._pictures.pop(key, None)
+        if picture is None:
+            self._draw()
+            picture = self._render()
+        self._pictures[key] = picture  # most recent last
+        while len(self._pictures) > PICTURE_CACHE_SIZE:
+            self._pictures.pop(next(iter(self._pictures)))
+        return picture
+
+    def _present(self, picture: bytes) -> None:
+        """Hand ``picture`` to the image (the browser swaps it) and the readout of ``.data`` to its text."""
+        self._pending = None
+        self.image.value = picture
         if "readout" in self.data:
             self.readout.value = readout_html(self.data["readout"], self.data.get("error"), self.data["alt"])
 
-    def _render(self) -> None:
-        """Draw the figure with Agg and hand the PNG to ``self.image`` (the browser swaps the picture).
+    def _layer(self) -> list[Artist]:
+        """Those of the dynamic artists that change only with `_background_key` (a sequence's token labels).
 
-        Speed: with dynamic artists, the rest (axes, tick labels) is drawn once per background key
-        and kept; an update restores it and draws only the dynamic artists on top.
+        `_render` draws them once per key, on the parts that never change, and keeps that drawing as the
+        key's background; an update then draws only the other dynamic artists. ``[]`` (the default): the
+        whole background is drawn once per key, all dynamic artists on every update.
+        """
+        return []
+
+    def _render(self) -> bytes:
+        """Draw the figure with Agg and return it as PNG.
+
+        Speed: with dynamic artists, the rest (axes, tick labels) is drawn once and kept; an update
+        restores it and draws only the dynamic artists on top. With a `_layer`, the still parts are kept
+        once, and on them each background key's layer is drawn once and kept (the `KEPT_LAYERS` latest).
         """
         canvas = self.figure.canvas
         assert isinstance(canvas, FigureCanvasAgg)
         key = self._background_key()
+        layer = self._layer()
         # Unhinted text: hinting snaps glyphs to a coarse pixel grid, which twice the pixel density
         # does not need, and Matplotlib draws text much faster without it (text dominates a redraw).
         with matplotlib.rc_context({"text.hinting": "none"}):
             if not self._dynamic:
                 canvas.draw()  # type: ignore[no-untyped-call]
-            elif key not in self._backgrounds:
-                canvas.draw()  # type: ignore[no-untyped-call]  # everything except the dynamic artists
-                self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
-            else:
+            elif key in self._backgrounds:
                 canvas.restore_region(self._backgrounds[key])  # type: ignore[no-untyped-call]
+            else:
+                self._draw_background(canvas, key, layer)
+            in_layer = {id(artist) for artist in layer}
             for artist in self._dynamic:
+                if id(artist) not in in_layer:
+                    self.figure.draw_artist(artist)
+        return _png(np.asarray(canvas.buffer_rgba()))  # type: ignore[no-untyped-call]
+
+    def _draw_background(self, canvas: FigureCanvasAgg, key: Hashable, layer: list[Artist]) -> None:
+        """Draw and keep the background for ``key``: everything but the dynamic artists, then ``layer``."""
+        if not layer:
+            canvas.draw()  # type: ignore[no-untyped-call]  # everything except the dynamic artists
+        else:  # the layer's artists are dynamic (animated): left out of the still parts
+            if STILL not in self._backgrounds:
+                canvas.draw()  # type: ignore[no-untyped-call]
+                self._backgrounds[STILL] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
+            else:
+                canvas.restore_region(self._backgrounds[STILL])  # type: ignore[no-untyped-call]
+            for artist in layer:
                 self.figure.draw_artist(artist)
-        self.image.value = _png(np.asarray(canvas.buffer_rgba()))  # type: ignore[no-untyped-call]
+        kept = [k for k in self._backgrounds if k != STILL]
+        for oldest in kept[: max(len(kept) - self._kept_layers + 1, 0)]:
+            del self._backgrounds[oldest]
+        self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:
         values = ", ".join(f"{name}={control.value!r}" for name, control in self.controls.items())

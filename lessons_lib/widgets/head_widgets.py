@@ -45,7 +45,7 @@ from lessons_lib.plotting.attention_maps import (
     tile_maps,
 )
 from lessons_lib.toy_task import make_batch
-from lessons_lib.widgets.base import LessonWidget, map_in_words
+from lessons_lib.widgets.base import LessonWidget, _as_mesh, _pin_axis_labels, _set_cells, map_in_words
 
 __all__ = ["HeadExplorer", "HeadReslicer", "SplitExplorer"]
 
@@ -84,6 +84,8 @@ class HeadExplorer(LessonWidget):
             "average": widgets.Checkbox(value=False, description="average over heads"),
         }
         super().__init__(controls, size=(9.0, 2.8))
+        # Drawn now: the axis labels stay where they are (every sequence's tokens are single letters).
+        _pin_axis_labels(self._axes[0].xaxis, self._axes[0].yaxis)
 
     def _changed(self, name: str) -> None:
         # While the map is the average, no head is shown: the head control has nothing to change.
@@ -132,7 +134,7 @@ class HeadExplorer(LessonWidget):
         # right=0.9 leaves the last colour bar room for its ticks and label inside the picture.
         self.figure.subplots_adjust(left=0.07, right=0.9, bottom=0.17, top=0.87, wspace=0.3)
         labels = self.data["labels"]
-        self._map = draw_map(self._axes[0], self.data["map"], labels, labels)
+        self._map = _as_mesh(draw_map(self._axes[0], self.data["map"], labels, labels))  # a mesh draws faster
         self._labelled = self.data["sequence"]  # the sequence whose tokens label the map's axes
         layer = self.model.layer
         # One colour scale for all three matrices and every head, so heads and matrices compare.
@@ -141,33 +143,39 @@ class HeadExplorer(LessonWidget):
         self._blank = np.full((layer.width, layer.head_width), np.nan)  # a column panel while no head is shown
         for ax, name in zip(self._axes[1:], PROJECTIONS, strict=True):
             block = self._blank if self.data[name] is None else self.data[name]
-            self._columns.append(draw_columns(ax, block, name, 0, limit))
+            self._columns.append(_as_mesh(draw_columns(ax, block, name, 0, limit)))
             # As wide as the matrix, no wider; wv moves values, it does not shape the map.
             ax.set_xlabel(f"d_h={layer.head_width} columns" if name != "wv" else "values (not the map)", fontsize=9)
             ax.set_xticks([])
         # Colour bars are drawn once, into the cached background: they cost nothing per update.
-        add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)
-        add_colorbar(self._columns[-1], self._axes[-1], "weight entry")
-        return [self._map, *self._columns, *(ax.title for ax in self._axes)]
+        add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)  # type: ignore[arg-type]  # a mesh will do
+        add_colorbar(self._columns[-1], self._axes[-1], "weight entry")  # type: ignore[arg-type]
+        # The tokens change with the sequence only: the map's axes (token labels) are drawn once per sequence,
+        # on the parts that never change (`_layer`), so a sequence shown for the first time draws only them.
+        self._labels_layer = [self._axes[0].xaxis, self._axes[0].yaxis]
+        return [*self._labels_layer, self._map, *self._columns, *(ax.title for ax in self._axes)]
 
     def _background_key(self) -> Hashable:
         sequence: int = self.data["sequence"]
-        return sequence  # the token labels are part of the background
+        return sequence
+
+    def _layer(self) -> list[Artist]:
+        return self._labels_layer
 
     def _draw(self) -> None:
         d = self.data
-        self._map.set_data(d["map"])
+        _set_cells(self._map, d["map"])
         if d["sequence"] != self._labelled:
             label_tokens(self._axes[0], d["labels"], d["labels"])
             self._labelled = d["sequence"]
         self._axes[0].set_title(d["title"], fontsize=9)
         for ax, image, name in zip(self._axes[1:], self._columns, PROJECTIONS, strict=True):
             if d["columns"] is None:  # the average: no head computes it, so no columns to show
-                image.set_data(self._blank)
+                _set_cells(image, self._blank)
                 ax.set_title(f"{name}: no head", fontsize=9)
             else:
                 start, stop = d["columns"]
-                image.set_data(d[name])
+                _set_cells(image, d[name])
                 ax.set_title(f"{name}[:, {start}:{stop}]", fontsize=9)
 
 
@@ -195,6 +203,7 @@ class HeadReslicer(LessonWidget):
         }
         controls["shown"].disabled = len(_pages(layer.heads)) == 1  # all heads fit: nothing to choose
         super().__init__(controls, size=(9.0, 2.8))
+        _pin_axis_labels(self._maps_ax.xaxis, self._maps_ax.yaxis)  # the maps' axes have none to place per update
         # Wide enough for the longest group any h offers ("heads 12-15"), not only the first h's.
         longest = max(len(name) for h in head_options(layer.width) for name, _ in _pages(h))
         controls["shown"].layout.width = f"{0.6 * (longest + len('heads shown')) + 4:.1f}em"
@@ -247,23 +256,23 @@ class HeadReslicer(LessonWidget):
         self._edges = draw_cut_matrix(self._wq_ax, self.model.layer.wq)
         self._maps_ax.set_anchor("E")  # the maps hug their colour bar, however few they are
         visible = self.data["maps"][self.data["visible"]]
-        self._tiles = draw_tiled_maps(self._maps_ax, visible, slots=len(visible), per_row=TILES_PER_ROW)
+        tiles = draw_tiled_maps(self._maps_ax, visible, slots=len(visible), per_row=TILES_PER_ROW)
+        _, T, S = self.data["maps"].shape
+        self._tiles = _as_mesh(tiles, (T, TILES_PER_ROW * (S + 1) - 1))  # room for the widest row of maps
         add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
-        add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
+        add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)  # type: ignore[arg-type]  # a mesh will do
         self._names: list[Text] = []
         self._shown: tuple[int, int] | None = None
         self._maps_ax.axis("on")
         for spine in self._maps_ax.spines.values():
             spine.set_visible(False)
         self._maps_ax.tick_params(length=0, labelsize=9)
-        # The tokens change with the sequence: the maps' axes (ticks and token labels) are drawn on every
-        # update, so a new sequence needs no new background (only a new h or a new group of heads does).
+        # The maps' axes (ticks and token labels) and the head names (`_lay_out_maps` adds them) are drawn on
+        # every update, and the rest of the maps' axes is blank: one background serves every h, group of heads
+        # and sequence, so no state draws the whole figure (a first visit draws what a revisit draws).
         axes = [self._maps_ax.xaxis, self._maps_ax.yaxis]
-        return [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
-
-    def _background_key(self) -> Hashable:
-        key: tuple[int, int] = (self.data["heads"], self.data["shown"])
-        return key  # the grid and the head names are background; the tokens are drawn per update
+        self._fixed = [self._tiles, *self._edges, *axes, self._wq_ax.title, self._maps_ax.title]
+        return list(self._fixed)
 
     def _tiled(self) -> NDArray[np.float64]:
         """The drawn maps of ``.data`` side by side, one row (see `tile_maps`)."""
@@ -277,8 +286,7 @@ class HeadReslicer(LessonWidget):
         tiled = self._tiled()
         rows, cols = tiled.shape
         ax = self._maps_ax
-        self._tiles.set_extent((-0.5, cols - 0.5, rows - 0.5, -0.5))
-        ax.set_xlim(-0.5, cols - 0.5)
+        ax.set_xlim(-0.5, cols - 0.5)  # the tiles' mesh has room for more: the limits show these
         ax.set_ylim(rows - 0.5, -0.5)
         for name in self._names:
             name.remove()
@@ -286,12 +294,15 @@ class HeadReslicer(LessonWidget):
             ax.text(slot * (S + 1) + (S - 1) / 2, -0.7, f"head {i}", ha="center", va="bottom", fontsize=NAME_SIZE)
             for slot, i in enumerate(visible)
         ] if d["heads"] > 1 else []
-        ax.apply_aspect()  # place the axes for the new grid now: an update may draw the maps without a full draw
+        for name in self._names:
+            name.set_animated(True)  # left out of the background, drawn on every update
+        self._dynamic = [*self._fixed, *self._names]
+        ax.apply_aspect()  # place the axes for the new grid now: an update draws the maps without a full draw
         self._shown = (d["heads"], d["shown"])
 
     def _draw(self) -> None:
         d = self.data
-        if (d["heads"], d["shown"]) != self._shown or self._background_key() not in self._backgrounds:
+        if (d["heads"], d["shown"]) != self._shown:
             self._lay_out_maps()
         (T, S), count = d["maps"].shape[1:], len(d["visible"])
         self._maps_ax.set_xticks([c * (S + 1) + s for c in range(count) for s in range(S)], list(d["labels"]) * count)
@@ -299,7 +310,7 @@ class HeadReslicer(LessonWidget):
         for col, line in enumerate(self._edges, start=1):
             line.set_visible(col % d["d_h"] == 0)  # a line between neighbouring heads
         self._wq_ax.set_title(f"wq cut into h={d['heads']} blocks of d_h={d['d_h']}", fontsize=9)
-        self._tiles.set_data(self._tiled())
+        _set_cells(self._tiles, self._tiled())
         self._maps_ax.set_title(d["title"], fontsize=9, pad=18)
 
 
@@ -362,14 +373,14 @@ class SplitExplorer(LessonWidget):
 
     def _build(self) -> list[Artist]:
         self._ax = self.figure.add_axes((0.08, 0.18, 0.46, 0.7))
-        self._image = draw_split_layout(self._ax, self.data["layout"], self.data["heads"], "")
+        self._image = _as_mesh(draw_split_layout(self._ax, self.data["layout"], self.data["heads"], ""))
         most = max(self.controls["heads"].options)  # one static bar for every h offered: head ids 0 .. most-1
-        add_colorbar(self._image, self._ax, "head", **head_ticks(most))
+        add_colorbar(self._image, self._ax, "head", **head_ticks(most))  # type: ignore[arg-type]  # a mesh will do
         # The longest line ("head 0: tokens 0-3, features 0-3", 33 characters) ends inside the picture.
         self._legend = self.figure.text(0.63, 0.85, "", va="top", fontsize=9, family="monospace")
         return [self._image, self._legend, self._ax.title]
 
     def _draw(self) -> None:
-        self._image.set_data(self.data["layout"])
+        _set_cells(self._image, self.data["layout"])
         self._legend.set_text(self.data["legend"])
         self._ax.set_title(self.data["title"], fontsize=9)

@@ -12,8 +12,10 @@ from collections.abc import Hashable
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.collections import LineCollection
 
 from lessons_lib.induction import (
     EVAL_SEED,
@@ -27,7 +29,7 @@ from lessons_lib.mha_numpy import softmax
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step
 from lessons_lib.plotting.induction_maps import draw_next_token_panel, token_labels
-from lessons_lib.widgets.base import LessonWidget, map_in_words
+from lessons_lib.widgets.base import LessonWidget, _as_mesh, _pin_axis_labels, _set_cells, map_in_words
 
 __all__ = ["InductionExplorer", "example_sequences", "next_token_view", "parse_tokens"]
 
@@ -154,6 +156,8 @@ class InductionExplorer(LessonWidget):
                                      description="head"),
         }
         super().__init__(controls, size=(9.25, 3.5), rows=[["sequence", "layer", "head"], ["tokens"]])
+        # Drawn: the axis labels stay beside the widest token labels (two digits) from now on.
+        _pin_axis_labels(self._map_ax.xaxis, self._map_ax.yaxis, self._panel_ax.xaxis)
 
     def _changed(self, name: str) -> None:
         if name == "sequence" and self.controls["sequence"].value != TYPED:
@@ -215,18 +219,31 @@ class InductionExplorer(LessonWidget):
         self.figure.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.9, wspace=0.35)
         self._map_ax, self._panel_ax = map_ax, panel_ax
         labels = self.data["labels"]
-        self._map = draw_map(map_ax, self.data["map"], labels, labels, self.data["title"])
+        context = self.model.config.context
+        self._map = _as_mesh(draw_map(map_ax, self.data["map"], labels, labels, self.data["title"]), (context, context))
         map_ax.tick_params(labelsize=FONT_SIZE)
         map_ax.tick_params(axis="x", labelrotation=90)  # token ids side by side would run together
         map_ax.tick_params(which="both", length=2)  # a tick at every position, labelled or not
-        add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)
+        add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)  # type: ignore[arg-type]  # a mesh will do
         # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
         self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
         panel_ax.set_title("p(each position's next token), 'a>b': token a, then b",
                            fontsize=FONT_SIZE)
+        # The panel's vertical grid lines as one collection (a grid line per tick takes ten times as long to
+        # draw), from the bottom up to p = 1: the band above, with the legend, stays clear of them.
+        panel_ax.grid(False, axis="x")
+        self._grid = LineCollection([], colors=matplotlib.rcParams["grid.color"], alpha=0.3,
+                                    linewidths=matplotlib.rcParams["grid.linewidth"])
+        panel_ax.add_collection(self._grid, autolim=False)
         self._length = 0
-        return [self._map, self._whole, self._ablated, map_ax.title]
+        self._labelled: list[int] = []  # the tokens the axes are labelled with
+        # The token labels (the map's axes, the panel's "a>b" axis and its grid lines; then, as in a full
+        # draw, the frames over them) change with the tokens only: drawn once per sequence, on the parts
+        # that never change (`_layer`). The map, the lines and the title: on every update.
+        self._labels_layer = [map_ax.xaxis, map_ax.yaxis, *map_ax.spines.values(), self._grid, panel_ax.xaxis,
+                              *panel_ax.spines.values()]
+        return [*self._labels_layer, self._map, self._whole, self._ablated, map_ax.title]
 
     def _alt_text(self) -> str:
         d = self.data
@@ -239,7 +256,10 @@ class InductionExplorer(LessonWidget):
         return (tuple(self.data["ids"]), self.data["layer"], self.data["head"])  # a bad entry keeps the old ids
 
     def _background_key(self) -> Hashable:
-        return tuple(self.data["ids"])  # the token labels belong to the background
+        return tuple(self.data["ids"])  # the token labels are drawn once per sequence (`_layer`)
+
+    def _layer(self) -> list[Artist]:
+        return self._labels_layer
 
     def _label_step(self, positions: int) -> int:
         """Label every position of the map, or every 2nd or 4th when its cells are closer than `LABEL_PITCH`."""
@@ -258,16 +278,17 @@ class InductionExplorer(LessonWidget):
         d = self.data
         n = len(d["ids"])
         if n != self._length:  # the axes' lengths place the image and the lines: set them every time
-            self._map.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
             self._map_ax.set_xlim(-0.5, n - 0.5)
             self._map_ax.set_ylim(n - 0.5, -0.5)
             self._panel_ax.set_xlim(-0.5, n - 1.5)
+            self._grid.set_segments([[(t, -0.02), (t, 1.0)] for t in range(n - 1)])  # -0.02: the panel's bottom
             self._length = n
-        if self._background_key() not in self._backgrounds:  # labels are drawn only into a new background
+        if d["ids"] != self._labelled:
             self._label_positions(d["labels"])
+            self._labelled = list(d["ids"])
             pairs = [f"{a}>{b}" for a, b in zip(d["ids"], d["ids"][1:], strict=False)]
             self._panel_ax.set_xticks(range(n - 1), pairs, rotation=90)
-        self._map.set_data(d["map"])
+        _set_cells(self._map, d["map"])
         self._map_ax.set_title(d["title"], fontsize=9)
         positions = np.arange(n - 1)
         self._whole.set_data(positions, d["p_next"])

@@ -14,10 +14,8 @@ from collections.abc import Hashable
 from typing import Any
 
 import ipywidgets as widgets
-import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from numpy.typing import NDArray
 
@@ -25,7 +23,7 @@ from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
 from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step, tile_maps
 from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
-from lessons_lib.widgets.base import LessonWidget, _png, map_in_words
+from lessons_lib.widgets.base import LessonWidget, _as_mesh, _set_cells, map_in_words
 
 __all__ = ["ALL", "DEFAULT_TEXT", "SHOWN", "TOP", "TextExplorer", "next_character_view", "read_text", "visible"]
 
@@ -49,7 +47,6 @@ DOWN_PITCH = 1.15 * FONT_SIZE
 ALL = "all"  # the head control's value for every head of the layer at once
 KEPT_RUNS = 8  # forward passes kept (the most recent texts' weights, up to 4 MB each)
 KEPT_LAYERS = 4  # drawings of the per-text layer kept (the most recent texts', 7 MB each)
-STILL = ("the parts that never change",)  # the key of their kept drawing among `_backgrounds` (never a text)
 
 
 def visible(text: str) -> str:
@@ -249,9 +246,9 @@ class TextExplorer(LessonWidget):
     # ----- picture -------------------------------------------------------------------------------
     # Speed: the picture is drawn in three layers, each kept. What never changes (frames, the colour bar,
     # the probability axis) is drawn once; on it, what a text changes (its characters beside the map, the
-    # tick marks, the prediction's bars) is drawn once per text and kept (`_backgrounds`, by text); on
-    # that, a change of layer or head draws only the map and its title. Characters are plain text
-    # artists, not axis tick labels, which Matplotlib would lay out again on every full draw.
+    # tick marks, the prediction's bars) is drawn once per text and kept (`_layer`, by `_background_key`:
+    # see `LessonWidget._render`); on that, a change of layer or head draws only the map and its title.
+    # Characters are plain text artists, not axis tick labels, which Matplotlib lays out at length.
     def _build(self) -> list[Artist]:
         fig = self.figure
         map_ax = fig.add_axes((0.075, 0.12, 0.43, 0.8))
@@ -259,16 +256,18 @@ class TextExplorer(LessonWidget):
         self._map_ax, self._bars_ax = map_ax, bars_ax
         labels = self.data["labels"]
         first = self.data["map"] if self.data["head"] != ALL else self.data["map"][0]  # _draw shows the real one
-        self._map = draw_map(map_ax, first, labels, labels, self.data["title"])
+        grid = self._grid()  # room for every head's map side by side, each of `SHOWN` characters
+        room = (grid[0] * (SHOWN + 1) - 1, grid[1] * (SHOWN + 1) - 1)
+        self._map = _as_mesh(draw_map(map_ax, first, labels, labels, self.data["title"]), room)
         # Over a long text a head's weights are small: the map's colours follow their square roots (fixed,
-        # 0 to 1), which keeps weights of 0.05 visible without hiding which weights are large. The image
+        # 0 to 1), which keeps weights of 0.05 visible without hiding which weights are large. The map's mesh
         # holds sqrt(weights); the colour bar is labelled in weights. Each cell is one flat colour.
-        self._map.set_data(np.sqrt(first))
-        self._map.set_interpolation("none")
+        _set_cells(self._map, np.sqrt(first))
         map_ax.set_xticks([], [])
         map_ax.set_yticks([], [])
         weights = [0, 0.05, 0.2, 0.5, 1]
-        bar = add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)", gap=0.008, width=0.012,
+        bar = add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)",  # type: ignore[arg-type]
+                           gap=0.008, width=0.012,
                            ticks=np.sqrt(weights).tolist())
         bar.set_ticklabels([f"{w:g}" for w in weights])
         map_ax.apply_aspect()
@@ -314,6 +313,11 @@ class TextExplorer(LessonWidget):
         self._per_head: list[Artist] = [self._map, map_ax.title, *self._names]  # the names lie on the maps
         return [*self._per_head, *self._per_text]
 
+    _kept_layers = KEPT_LAYERS  # the per-text layers kept (see `LessonWidget._render`)
+
+    def _layer(self) -> list[Artist]:
+        return self._per_text
+
     def _picture_key(self) -> Hashable:
         return (self.data["characters"], self.data["layer"], self.data["head"])  # a bad entry keeps the old text
 
@@ -341,13 +345,12 @@ class TextExplorer(LessonWidget):
             picture = np.sqrt(d["map"])  # see _build: the colours follow the square root
         if picture.shape != self._shape:  # the axes' lengths place the image, the tick marks and the characters
             height, width = picture.shape
-            self._map.set_extent((-0.5, width - 0.5, height - 0.5, -0.5))
             self._map_ax.set_xlim(-0.5, width - 0.5)
             self._map_ax.set_ylim(height - 0.5, -0.5)
             self._shape = picture.shape
         if self._background_key() not in self._backgrounds:
             self._draw_text_layer()
-        self._map.set_data(picture)
+        _set_cells(self._map, picture)
         start = d["start"]
         span = f": characters {start}-{start + n - 1} of {start + n}" if start else ""
         self._map_ax.set_title(d["title"] + span, fontsize=FONT_SIZE)
@@ -382,27 +385,3 @@ class TextExplorer(LessonWidget):
             choice.set_text(d["top_characters"][k])
         self._bars_ax.set_title(f"next character after '{visible(d['characters'][-12:])}'", fontsize=FONT_SIZE,
                                 fontfamily=MONO)
-
-    def _render(self) -> None:
-        """Draw the picture from its kept layers (see the note above `_build`) and hand the PNG to the image."""
-        canvas = self.figure.canvas
-        assert isinstance(canvas, FigureCanvasAgg)
-        key = self._background_key()
-        with matplotlib.rc_context({"text.hinting": "none"}):  # as `LessonWidget._render`
-            if key not in self._backgrounds:
-                if STILL not in self._backgrounds:
-                    canvas.draw()  # type: ignore[no-untyped-call]  # every artist but the per-text and per-head ones
-                    self._backgrounds[STILL] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
-                else:
-                    canvas.restore_region(self._backgrounds[STILL])  # type: ignore[no-untyped-call]
-                for artist in self._per_text:
-                    self.figure.draw_artist(artist)
-                while len(self._backgrounds) > KEPT_LAYERS:  # the latest texts' only (+ the still parts)
-                    oldest = next(k for k in self._backgrounds if k != STILL)
-                    self._backgrounds.pop(oldest)
-                self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)  # type: ignore[no-untyped-call]
-            else:
-                canvas.restore_region(self._backgrounds[key])  # type: ignore[no-untyped-call]
-            for artist in self._per_head:
-                self.figure.draw_artist(artist)
-        self.image.value = _png(np.asarray(canvas.buffer_rgba()))  # type: ignore[no-untyped-call]

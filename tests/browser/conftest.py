@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from axe_check import AXE_VERSION, fetch_axe
 
 REPO = Path(__file__).resolve().parents[2]
 # Where the lessons are read from. Override only to try the suite on other notebooks.
@@ -180,6 +181,15 @@ def wait_until_answering(server: LabServer, process: subprocess.Popen[bytes]) ->
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.5)
     pytest.fail(f"JupyterLab did not answer within {SERVER_START_SECONDS:.0f} s:\n{server.log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def axe_ready() -> Path:
+    """axe-core on disk, or SKIP when it cannot be downloaded (no network): `bash scripts/install_browser.sh`."""
+    try:
+        return fetch_axe()
+    except (urllib.error.URLError, OSError) as error:
+        pytest.skip(f"axe-core {AXE_VERSION} could not be downloaded from the npm registry ({error})")
 
 
 @pytest.fixture(scope="module")

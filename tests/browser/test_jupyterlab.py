@@ -32,6 +32,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from axe_check import axe_violations, serious_violations
 
 RUN_ALL_SECONDS = 180.0
 KERNEL_READY_SECONDS = 90.0
@@ -262,8 +263,130 @@ def exercise_widgets(page: Any, name: str, shots: Path) -> int:
     return len(controls)
 
 
+# What the focused element is, for the keyboard walk: its kind, which lesson widget box it sits in (-1: none),
+# a key naming the control (a toggle group is one control), and the notebook's active cell.
+FOCUSED_JS = """
+() => {
+  const e = document.activeElement;
+  const boxes = Array.from(document.querySelectorAll('.jp-Notebook .lesson-widget'));
+  const box = e ? e.closest('.lesson-widget') : null;
+  const cells = Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'));
+  const active = cells.findIndex(c => c.classList.contains('jp-mod-active'));
+  let kind = 'other';
+  if (e && e.matches('select')) kind = 'select';
+  else if (e && e.matches('.widget-toggle-button')) kind = 'toggle';
+  else if (e && e.matches('.noUi-handle')) kind = 'slider';
+  else if (e && e.matches('input[type="checkbox"]')) kind = 'checkbox';
+  else if (e && e.matches('input[type="number"]')) kind = 'number';
+  else if (e && e.matches('input[type="text"]')) kind = 'text';
+  else if (e && e.matches('textarea')) kind = 'textarea';
+  const CONTROL = '.widget-toggle-buttons, .widget-inline-hbox, .widget-checkbox';
+  const control = e ? e.closest(CONTROL) : null;
+  const FOCUSABLE = 'select, button, .noUi-handle, input, textarea';
+  const controls = box ? Array.from(box.querySelectorAll(CONTROL)).filter(c => c.querySelector(FOCUSABLE)) : [];
+  const label = control ? (control.querySelector('.widget-label')?.textContent.trim() || '') : '';
+  return {kind, box: boxes.indexOf(box), control: controls.indexOf(control), controls: controls.length, label, active,
+          pressed: e ? e.getAttribute('aria-pressed') : null, value: e && 'value' in e ? String(e.value) : null,
+          now: e && e.getAttribute('aria-valuenow')};
+}
+"""
+
+# What the widgets tell a screen reader, per lesson widget box: each picture's alt and the words under the
+# readout, each slider handle's name, each toggle button's aria-pressed against its look, the live region.
+ANNOUNCED_JS = """
+() => Array.from(document.querySelectorAll('.jp-Notebook .lesson-widget')).map(box => {
+  const words = box.querySelector('.lesson-sr-only');
+  return {
+    alts: Array.from(box.querySelectorAll('img')).map(img => img.getAttribute('alt')),
+    words: words ? words.textContent.trim().replace(/^The picture above: /, '') : null,
+    handles: Array.from(box.querySelectorAll('.noUi-handle')).map(h => h.getAttribute('aria-label')),
+    toggles: Array.from(box.querySelectorAll('.widget-toggle-button')).map(
+      b => [b.getAttribute('aria-pressed'), b.classList.contains('mod-active') ? 'true' : 'false']),
+    live: Array.from(box.querySelectorAll('.lesson-readout')).map(r => r.getAttribute('aria-live')),
+    keys: Array.from(box.querySelectorAll('select, .widget-toggle-button, .noUi-handle')).every(
+      c => c.hasAttribute('data-lm-suppress-shortcuts')),
+  };
+})
+"""
+
+
+def assert_announced(page: Any, name: str, when: str) -> None:
+    """Every lesson widget's picture has an alt (the readout's words for it), every slider handle a name,
+    every toggle button an aria-pressed that matches its look, every readout is a polite live region, and
+    every dropdown, toggle and handle keeps its keys from the notebook's shortcuts."""
+    boxes = page.evaluate(ANNOUNCED_JS)
+    assert boxes, f"{name} ({when}): no lesson widget on the page"
+    for index, box in enumerate(boxes):
+        where = f"{name} ({when}), lesson widget {index}"
+        assert box["alts"] and all(alt and alt == box["words"] for alt in box["alts"]), (
+            f"{where}: its picture's alt {box['alts']} is not the picture in words {box['words']!r}")
+        assert all(box["handles"]), f"{where}: a slider handle without a name: {box['handles']}"
+        assert all(said == shown for said, shown in box["toggles"]), f"{where}: aria-pressed is wrong: {box['toggles']}"
+        assert box["live"] == ["polite"], f"{where}: the readout is not one polite live region: {box['live']}"
+        assert box["keys"], f"{where}: a control whose keys still reach the notebook's shortcuts"
+
+
+def press_on(page: Any, focused: dict[str, Any]) -> None:
+    """Change the focused control with the keyboard only, as a keyboard user does."""
+    kind = focused["kind"]
+    if kind in ("select", "slider", "toggle"):
+        page.keyboard.press("ArrowDown" if kind == "select" else "ArrowRight")
+        page.wait_for_timeout(150)
+        after = page.evaluate(FOCUSED_JS)
+        if (after["value"], after["now"], after["pressed"]) == (focused["value"], focused["now"], focused["pressed"]) \
+                and kind != "toggle":  # at the last option or the maximum: the other way
+            page.keyboard.press("ArrowUp" if kind == "select" else "ArrowLeft")
+    elif kind == "checkbox":
+        page.keyboard.press("Space")
+    elif kind == "number":
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("Enter")
+    elif kind in ("text", "textarea"):
+        page.keyboard.press("End")
+        page.keyboard.type(" 3")
+        page.keyboard.press("Enter" if kind == "text" else "Tab")
+        if kind == "textarea":  # Tab sent it and moved on: come back, so the walk goes on from here
+            page.keyboard.press("Shift+Tab")
+
+
+def drive_by_keyboard(page: Any, name: str) -> int:
+    """In every lesson widget: start on its first control, then Tab from control to control and change each
+    with the keyboard alone (arrows, Space, typing, Enter). Each change must change what the widget shows,
+    leave the notebook's active cell where it was (the keys went to the control), and keep toggles' state
+    announced. Returns how many controls were driven."""
+    boxes = page.locator(".jp-Notebook .lesson-widget")
+    driven = 0
+    for index in range(boxes.count()):
+        box = boxes.nth(index)
+        box.scroll_into_view_if_needed()
+        box.locator("select, .widget-toggle-button:not([tabindex='-1']), .noUi-handle, input, textarea").first.focus()
+        done: set[int] = set()
+        controls = 0
+        for _ in range(40):
+            focused = page.evaluate(FOCUSED_JS)
+            if focused["box"] != index:
+                break
+            controls = focused["controls"]
+            if focused["kind"] != "other" and focused["control"] not in done:
+                done.add(focused["control"])
+                before = snapshot(page)
+                press_on(page, focused)
+                what = f"{name}: widget {index}, the {focused['kind']} '{focused['label']}' changed by keyboard"
+                assert wait_for_change(page, before), f"{what} did not change what the widget shows"
+                after = page.evaluate(FOCUSED_JS)
+                assert after["active"] == focused["active"], f"{what}: the key moved the notebook's active cell"
+                if focused["kind"] == "toggle":  # the arrow pressed the next button and moved the focus to it
+                    same_group = after["control"] == focused["control"]
+                    moved = same_group and (after["kind"], after["pressed"]) == ("toggle", "true")
+                    assert moved, f"{what}: the arrow did not move the choice to the focused button ({after})"
+                driven += 1
+            page.keyboard.press("Tab")
+        assert len(done) == controls > 0, f"{name}: Tab reached {len(done)} of widget {index}'s {controls} controls"
+    return driven
+
+
 def test_widget_lesson_runs_in_jupyterlab(
-    widget_notebook: Path, lab_server: Any, browser: Any, tmp_path: Path
+    widget_notebook: Path, lab_server: Any, browser: Any, tmp_path: Path, axe_ready: Path
 ) -> None:
     """Open the lesson, Run All Cells, and check outputs and widgets as a learner sees them."""
     notebook = widget_notebook
@@ -279,8 +402,15 @@ def test_widget_lesson_runs_in_jupyterlab(
         page.screenshot(path=str(tmp_path / "after_run_all.png"))
         assert len(prompts) == code_cell_count(notebook), f"{name}: the page shows a different number of code cells"
         assert_clean_page(page, name, "after Run All Cells")
+        assert_announced(page, name, "after Run All Cells")
         assert exercise_widgets(page, name, tmp_path) > 0, f"{name}: no widget control found on the page"
         assert_clean_page(page, name, "after using the widgets")
+        assert drive_by_keyboard(page, name) > 0, f"{name}: no widget control driven by keyboard"
+        assert_announced(page, name, "after the keyboard walk")
+        assert_clean_page(page, name, "after the keyboard walk")
+        found = axe_violations(page, ".jp-Notebook .lesson-widget")
+        refused = serious_violations(found)
+        assert not refused, f"{name}: axe finds in the lesson widgets:\n" + "\n".join(refused)
     finally:
         with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
             page.screenshot(path=str(tmp_path / "last_state.png"))

@@ -13,11 +13,13 @@ one lesson with maths, figures, widgets, predictions and solutions together. It 
 * the Binder button opens the README's link for the lesson and the download button gives the
   committed notebook, byte for byte.
 
-Two more tests read every page: on a 390 px phone no page is wider than the screen and the landing
+Three more tests read every page: on a 390 px phone no page is wider than the screen and the landing
 page has a launch button; in dark mode every note, admonition, printed output and paragraph reaches
 WCAG AA contrast (4.5:1, computed from the rendered colours), and every figure sits undimmed on a white
 plate, at twice its displayed pixel density, with a one-sentence alt text (dark-mode screenshots of
-each lesson's first figure and widget note are saved).
+each lesson's first figure and widget note are saved); and axe-core finds no critical or serious
+accessibility problem, in light mode or in dark mode, on three pages (`AXE_SAMPLE`) or, with
+``SITE_AXE_ALL=1`` (a step of `.ci/run`), on every page.
 
 Screenshots go to pytest's tmp_path. Without Chromium or Playwright the test skips (conftest.py),
 and so it does without the site tools (`pip install -r requirements-site.txt`).
@@ -26,6 +28,7 @@ and so it does without the site tools (`pip install -r requirements-site.txt`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
 import json
@@ -39,6 +42,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from axe_check import axe_violations, serious_violations
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = Path(os.environ.get("BROWSER_TEST_NOTEBOOKS", REPO / "notebooks"))
@@ -436,5 +440,84 @@ def test_dark_mode_and_figures(built_site: Path, browser: Any, tmp_path: Path) -
                 images.first.scroll_into_view_if_needed()
                 page.screenshot(path=str(tmp_path / f"dark_{lesson}_figure.png"))
         assert not problems, "\n".join(problems)
+    finally:
+        context.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# axe-core on every page, in light and in dark mode.
+
+# The page at the top of the site forwards to site/index.html at once (a refresh after 0 s), before axe
+# could read it: it is read without that line.
+REFRESH = re.compile(r'<meta http-equiv="refresh"[^>]*>')
+# What a reader sees after clicking: every solution and every folded output opened. An opened fold fades in
+# (0.3 s): skip to the end of the fade, or axe measures the contrast of half-transparent text.
+OPEN_FOLDS_JS = """
+() => {
+  document.querySelectorAll('details').forEach(details => { details.open = true; });
+  document.getAnimations().filter(a => isFinite(a.effect.getComputedTiming().endTime)).forEach(a => a.finish());
+}
+"""
+
+
+def site_pages(site: Path) -> list[Path]:
+    """Every page of the built site: the landing page, the lessons, the search and index pages and the
+    forwarding page at the top (not the theme's template fragments under _static/)."""
+    return sorted(path for path in site.rglob("*.html") if not path.relative_to(site).parts[0].startswith("_"))
+
+
+# The pages axe reads in the README's test command: the forwarding page, the landing page, and lesson 06
+# (maths, figures, a widget's note, Predicts and solutions together); the theme's frame is the same on
+# every page. `SITE_AXE_ALL=1` reads every page, as `.ci/run` does in a step of its own (about 50 s more).
+AXE_SAMPLE = ("index.html", "site/index.html", "notebooks/06_grouped_query_attention.html")
+
+
+def axe_pages(site: Path) -> list[Path]:
+    """The pages the axe test reads: every page with ``SITE_AXE_ALL=1``, else `AXE_SAMPLE`."""
+    pages = site_pages(site)
+    if os.environ.get("SITE_AXE_ALL") == "1":
+        return pages
+    chosen = [path for path in pages if path.relative_to(site).as_posix() in AXE_SAMPLE]
+    assert len(chosen) == len(AXE_SAMPLE), f"the site lacks a page of {AXE_SAMPLE}"
+    return chosen
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_axe_finds_nothing_serious_on_any_page(
+    built_site: Path, browser: Any, axe_ready: Path, mode: str, tmp_path: Path
+) -> None:
+    """axe-core (WCAG 2.0 to 2.2, levels A and AA, and its best practices) on a laptop screen, every fold
+    opened, on `axe_pages` (three, or every page with ``SITE_AXE_ALL=1``): no critical or serious violation.
+    The moderate and minor ones are counted by rule (printed, and saved in axe_<mode>.json with the elements
+    they name)."""
+    context = browser.new_context(viewport=LAPTOP, color_scheme=mode)
+    page = context.new_page()
+    refused: list[str] = []
+    nodes: collections.Counter[str] = collections.Counter()
+    pages: dict[str, set[str]] = collections.defaultdict(set)
+    report: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for path in axe_pages(built_site):
+            name = path.relative_to(built_site).as_posix()
+            if name == "index.html":
+                stub, refreshes = REFRESH.subn("", path.read_text(encoding="utf-8"))
+                assert refreshes == 1, f'{name} should forward with one <meta http-equiv="refresh">'
+                page.set_content(stub)
+            else:
+                page.goto(path.as_uri())
+                page.wait_for_load_state("load")
+                theme = page.evaluate("document.documentElement.dataset.theme")
+                assert theme == mode, f"{name} is in {theme} mode in a browser that prefers {mode}"
+            page.evaluate(OPEN_FOLDS_JS)
+            report[name] = found = axe_violations(page)
+            refused.extend(f"{name}: {line}" for line in serious_violations(found))
+            for violation in found:
+                rule = f"{violation['id']} ({violation['impact']})"
+                nodes[rule] += len(violation["nodes"])
+                pages[rule].add(name)
+        (tmp_path / f"axe_{mode}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+        counts = ", ".join(f"{rule}: {nodes[rule]} on {len(pages[rule])} pages" for rule in sorted(nodes))
+        print(f"axe-core, {len(report)} pages in {mode} mode: {counts or 'no violation'}")
+        assert not refused, f"axe-core in {mode} mode:\n" + "\n".join(refused)
     finally:
         context.close()

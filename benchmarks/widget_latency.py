@@ -13,7 +13,9 @@ does: picks the next option of a dropdown, clicks a toggle button or a checkbox,
 slider (on towards one end, then back), types into a text box and presses Enter (into a multi-line text
 box, then Tab: it sends its text when it loses focus). A listener in the page notes the time of the input
 event; an observer notes when the widget's image gets its new picture, waits until it is decoded and the
-browser's next frame starts (it is then painted), and reports the time between.
+browser's next frame starts (it is then painted), and reports the time between. Before a control's changes
+it clicks the widget's picture, untimed: JupyterLab makes a cell the active one on the first click inside
+it, which costs the browser some 50 ms once per cell, not per change.
 
 First visits: a change that brings its widget to a state it has not shown before (the controls' values,
 read in the page once the picture has come) draws a picture no kept picture can stand for. They are the

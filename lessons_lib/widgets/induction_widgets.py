@@ -228,6 +228,7 @@ class InductionExplorer(LessonWidget):
         # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
         self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
+        self._panel_height = panel_ax.get_position().height * self.figure.get_figheight() * 72  # points
         panel_ax.set_title("p(each position's next token), 'a>b': token a, then b",
                            fontsize=FONT_SIZE)
         # The panel's vertical grid lines as one collection (a grid line per tick takes ten times as long to
@@ -236,12 +237,26 @@ class InductionExplorer(LessonWidget):
         self._grid = LineCollection([], colors=matplotlib.rcParams["grid.color"], alpha=0.3,
                                     linewidths=matplotlib.rcParams["grid.linewidth"])
         panel_ax.add_collection(self._grid, autolim=False)
+        # The tick marks too, one collection per axis (`_mark_positions`), drawn where the axes' own marks were:
+        # those are off (their labels stay in place: a label keeps its distance whether its mark shows or not).
+        map_ax.tick_params(which="both", bottom=False, left=False)
+        panel_ax.tick_params(axis="x", bottom=False)
+        self._marks = {
+            "keys": LineCollection([], transform=map_ax.get_xaxis_transform()),
+            "queries": LineCollection([], transform=map_ax.get_yaxis_transform()),
+            "pairs": LineCollection([], transform=panel_ax.get_xaxis_transform()),
+        }
+        for ax, marks in ((map_ax, self._marks["keys"]), (map_ax, self._marks["queries"]),
+                          (panel_ax, self._marks["pairs"])):
+            marks.set(colors="black", capstyle="butt", clip_on=False)
+            ax.add_collection(marks, autolim=False)
         self._length = 0
         self._labelled: list[int] = []  # the tokens the axes are labelled with
         # The token labels (the map's axes, the panel's "a>b" axis and its grid lines; then, as in a full
         # draw, the frames over them) change with the tokens only: drawn once per sequence, on the parts
         # that never change (`_layer`). The map, the lines and the title: on every update.
-        self._labels_layer = [map_ax.xaxis, map_ax.yaxis, *map_ax.spines.values(), self._grid, panel_ax.xaxis,
+        self._labels_layer = [self._marks["keys"], self._marks["queries"], map_ax.xaxis, map_ax.yaxis,
+                              *map_ax.spines.values(), self._grid, self._marks["pairs"], panel_ax.xaxis,
                               *panel_ax.spines.values()]
         return [*self._labels_layer, self._map, self._whole, self._ablated, map_ax.title]
 
@@ -273,6 +288,12 @@ class InductionExplorer(LessonWidget):
         for axis in (self._map_ax.xaxis, self._map_ax.yaxis):
             axis.set_ticks(shown, [labels[i] for i in shown])
             axis.set_ticks(range(len(labels)) if step > 1 else [], minor=True)
+        # Their marks: every position's, 2 pt outside the map, a labelled one as wide as a major tick.
+        reach = 2 / self._map_side  # axes fraction (the map is square)
+        widths = [matplotlib.rcParams["xtick.major.width" if i % step == 0 else "xtick.minor.width"]
+                  for i in range(len(labels))]
+        self._marks["keys"].set(segments=[[(i, 0.0), (i, -reach)] for i in range(len(labels))], linewidths=widths)
+        self._marks["queries"].set(segments=[[(0.0, i), (-reach, i)] for i in range(len(labels))], linewidths=widths)
 
     def _draw(self) -> None:
         d = self.data
@@ -282,6 +303,9 @@ class InductionExplorer(LessonWidget):
             self._map_ax.set_ylim(n - 0.5, -0.5)
             self._panel_ax.set_xlim(-0.5, n - 1.5)
             self._grid.set_segments([[(t, -0.02), (t, 1.0)] for t in range(n - 1)])  # -0.02: the panel's bottom
+            reach = matplotlib.rcParams["xtick.major.size"] / self._panel_height  # axes fraction
+            self._marks["pairs"].set(segments=[[(t, 0.0), (t, -reach)] for t in range(n - 1)],
+                                     linewidths=matplotlib.rcParams["xtick.major.width"])
             self._length = n
         if d["ids"] != self._labelled:
             self._label_positions(d["labels"])

@@ -47,7 +47,13 @@ exclude_patterns = [".*", "build", "student"]
 nb_execution_mode = "off"
 # A widget's view cannot run on a static page and no widget state is stored, so skip that mimetype:
 # each widget cell then shows its text/html output, a note that says where the live widget runs.
-nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+# A lesson figure is stored twice: as image/png and as text/html (the same PNG in an <img> with its alt
+# text, for JupyterLab: lessons_lib/plotting/alt_text.py). Here the PNG goes first, so myst-nb draws the
+# figure itself and gives it the alt text from the cell's metadata (mystnb.image.alt).
+nb_mime_priority_overrides = [
+    ("html", "application/vnd.jupyter.widget-view+json", None),
+    ("html", "image/png", 25),
+]
 # ... and never load the ipywidgets embedding scripts (they come from a CDN).
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 # Every cell tagged hide-input is an exercise's solution (tests/test_site_config.py checks it).

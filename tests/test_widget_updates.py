@@ -89,6 +89,19 @@ def test_a_burst_from_the_browser_shows_only_its_last_state() -> None:
     assert sharing._pending is None
 
 
+def test_a_submitted_text_is_drawn_and_shown_at_once() -> None:
+    """A text box sends its value only on Enter or when it loses focus: no burst to wait for."""
+    explorer = InductionExplorer()
+    drawn, shown = counting(explorer)
+
+    async def submit() -> None:
+        from_browser(explorer.controls["tokens"], "3 1 4 1 5 9 2 6")
+        assert len(drawn) == len(shown) == 1 and explorer._pending is None  # shown before set_state returned
+
+    asyncio.run(submit())
+    assert explorer.data["ids"] == [3, 1, 4, 1, 5, 9, 2, 6] and "3 1 4 1 5 9 2 6" in explorer.readout.value
+
+
 def test_a_single_change_is_drawn_at_once_and_shown_when_no_other_follows() -> None:
     sharing = HeadSharing()
     drawn, shown = counting(sharing)

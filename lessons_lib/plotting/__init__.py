@@ -15,13 +15,18 @@ backend to its ``retina`` format, so every figure a lesson shows is a PNG with `
 pixels per displayed pixel, and the output's metadata gives its displayed size (half the PNG's): JupyterLab
 and the website (myst-nb copies ``width`` and ``height`` into the page) show it at that size.
 Outside IPython (scripts, tests) importing it changes nothing.
+
+Heard by a screen reader: inside IPython it also gives every lesson figure a ``text/html`` form, the same
+PNG in an ``<img>`` whose ``alt`` is the figure's description from ``alt_text.ALT_TEXTS`` (the words the
+website uses), because JupyterLab's PNG renderer gives a picture no alt text.
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["DISPLAY_DPI", "MAX_FIGURE_INCHES", "MIN_FONT_POINTS", "PAGE_WIDTH", "PIXEL_DENSITY", "use_retina_inline"]
+__all__ = ["DISPLAY_DPI", "MAX_FIGURE_INCHES", "MIN_FONT_POINTS", "PAGE_WIDTH", "PIXEL_DENSITY", "use_alt_html",
+           "use_retina_inline"]
 
 DISPLAY_DPI = 100  # CSS pixels per figure inch: Matplotlib's default dpi, the size a figure is shown at
 PIXEL_DENSITY = 2  # PNG pixels per CSS pixel
@@ -63,4 +68,19 @@ def use_retina_inline() -> bool:
     return True
 
 
+def use_alt_html() -> bool:
+    """Show each lesson figure in the running IPython kernel as an ``<img>`` with its alt text; False outside."""
+    if "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "events"):
+        return False
+    from .alt_text import install_alt_html
+
+    return install_alt_html(shell)
+
+
 use_retina_inline()
+use_alt_html()

@@ -23,7 +23,8 @@ size and shown in an ``ipywidgets.Image`` whose CSS size is the displayed size: 
 Going back to a state shown a moment ago shows its kept picture again without drawing it
 (``PICTURE_CACHE_SIZE`` recent pictures per widget). Sliders send their value when released, so a drag
 draws once, never a queue of pictures the learner has already moved past; and a quick run of changes
-from the browser (arrow keys held on a dropdown) shows only its last state (``SETTLE_SECONDS``).
+from the browser (arrow keys held on a dropdown) shows only its last state (``SETTLE_SECONDS``); a text
+box, which sends its value only when the learner submits it, is drawn at once.
 """
 
 from __future__ import annotations
@@ -364,8 +365,12 @@ class LessonWidget(ABC):
             # A change the browser sent: ipywidgets applies it inside `Widget.set_state`, which holds the
             # control's property lock while the observers run. A change made in Python (a test, a notebook
             # cell) holds none.
+            # A text box that sends its value only when the learner submits it (Enter, or leaving the box)
+            # cannot send a burst: its picture is drawn and shown at once, as for a change made in Python.
+            control = self.controls[name]
+            submitted = isinstance(control, (widgets.Text, widgets.Textarea)) and not control.continuous_update
             outer = self._settling
-            self._settling = _running_loop() if self.controls[name]._property_lock else None
+            self._settling = _running_loop() if control._property_lock and not submitted else None
             try:
                 self._changed(name)
             finally:

@@ -6,6 +6,8 @@ execution count, and then checks:
 
 * no cell shows output on stderr (tracebacks and warnings render there in JupyterLab),
 * no widget failed to render ("Error displaying widget"),
+* every picture in the outputs (figures and widget pictures) has an alt text, and axe-core finds no
+  critical or serious problem in the outputs,
 * in the widget lessons (the source mentions ipywidgets), every slider moved with the keyboard,
   every dropdown changed with the mouse and every text box retyped (then Enter) makes the displayed
   figure or text change.
@@ -64,6 +66,15 @@ STDERR_JS = """
 () => Array.from(document.querySelectorAll(
   '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 )).map(e => e.innerText)
+"""
+
+
+# The prompt of every output area holding a picture with no alt text: every figure and every widget picture
+# must carry words (lessons_lib/plotting/alt_text.py, lessons_lib/widgets/access.py).
+UNNAMED_IMAGES_JS = """
+() => Array.from(document.querySelectorAll('.jp-Notebook .jp-OutputArea img'))
+  .filter(img => !(img.getAttribute('alt') || '').trim())
+  .map(img => (img.closest('.jp-CodeCell')?.querySelector('.jp-InputArea-prompt')?.textContent || '?').trim())
 """
 
 
@@ -408,9 +419,11 @@ def test_widget_lesson_runs_in_jupyterlab(
         assert drive_by_keyboard(page, name) > 0, f"{name}: no widget control driven by keyboard"
         assert_announced(page, name, "after the keyboard walk")
         assert_clean_page(page, name, "after the keyboard walk")
-        found = axe_violations(page, ".jp-Notebook .lesson-widget")
+        unnamed = page.evaluate(UNNAMED_IMAGES_JS)
+        assert not unnamed, f"{name}: pictures without alt text in the outputs (cells {unnamed})"
+        found = axe_violations(page, ".jp-Notebook .jp-OutputArea")
         refused = serious_violations(found)
-        assert not refused, f"{name}: axe finds in the lesson widgets:\n" + "\n".join(refused)
+        assert not refused, f"{name}: axe finds in the outputs (figures and widgets):\n" + "\n".join(refused)
     finally:
         with contextlib.suppress(Exception):  # a diagnostic only: never hide the real failure
             page.screenshot(path=str(tmp_path / "last_state.png"))

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(REPO))
-from lessons_lib.plotting.alt_text import ALT_TEXTS  # noqa: E402  (lesson, piece of the cell's source) -> alt
+from lessons_lib.plotting.alt_text import ALT_TEXTS, matching_keys  # noqa: E402
 
 PLOT_CALL = re.compile(r"\.plot_\w+\(")
 
@@ -46,7 +46,7 @@ def apply(path: Path, write: bool) -> tuple[int, list[str], set[tuple[str, str]]
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code" or not PLOT_CALL.search(source(cell)):
             continue
-        keys = [key for key in ALT_TEXTS if key[0] == lesson and key[1] in source(cell)]
+        keys = matching_keys(source(cell), lesson)
         if len(keys) != 1:
             problems.append(f"{path.name}: cell {cell.get('id')} calls a plotting function but matches {keys or 'no'} "
                             "alt text; add one to ALT_TEXTS")

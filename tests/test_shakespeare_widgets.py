@@ -29,8 +29,8 @@ from lessons_lib.widgets.base import PIXEL_DENSITY, LessonWidget, readout_html
 from lessons_lib.widgets.shakespeare_widgets import (
     ALL,
     DEFAULT_TEXT,
-    KEPT_LAYERS,
     KEPT_RUNS,
+    KEPT_TEXT_LAYERS,
     SHOWN,
     TOP,
     TextExplorer,
@@ -204,7 +204,7 @@ def test_a_new_text_runs_the_model_once(
     assert calls == [1]
     for k in range(KEPT_RUNS + 3):  # only the latest few passes are kept
         explorer.controls["text"].value = f"text number {k}"
-    assert len(explorer._runs) == KEPT_RUNS and len(explorer._backgrounds) == KEPT_LAYERS + 1  # + the still parts
+    assert len(explorer._runs) == KEPT_RUNS and len(explorer._backgrounds) == KEPT_TEXT_LAYERS + 1  # + the still parts
 
 
 @pytest.mark.parametrize(

@@ -65,8 +65,10 @@ def from_browser(control: widgets.ValueWidget, value: object) -> None:
 
 
 async def settle() -> None:
-    """Wait until a waiting picture has been shown (a timer due earlier always runs first)."""
-    await asyncio.sleep(2 * BURST_SECONDS)
+    """Wait until a waiting picture has been shown. In two sleeps: the timer that shows a picture is set
+    only once its drawing ends, so the second sleep starts after that timer, however long drawing took."""
+    for _ in range(2):
+        await asyncio.sleep(BURST_SECONDS)
 
 
 def test_a_burst_from_the_browser_shows_only_its_last_state() -> None:
@@ -197,7 +199,7 @@ MAKERS: dict[str, Callable[[ToyHeads, InductionModel], LessonWidget]] = {
     "InductionExplorer": lambda _toy, model: InductionExplorer(model),
 }
 NEW_STATES: dict[str, list[dict[str, object]]] = {
-    "HeadExplorer": [{"sequence": 1}, {"sequence": 2, "average": True}, {"head": 3}],
+    "HeadExplorer": [{"sequence": 1}, {"sequence": 2, "average": True}, {"average": False, "head": 3}],
     "HeadReslicer": [{"heads": 8}, {"shown": 4}, {"sequence": 3}, {"heads": 1}],
     "SplitExplorer": [{"split": "wrong"}, {"heads": 4}],
     "InductionExplorer": [{"sequence": "random"}, {"tokens": "3 1 4 1 5 9 2 6"}, {"layer": 0}],
@@ -214,9 +216,11 @@ def test_a_state_shown_for_the_first_time_draws_no_whole_figure(
     full_draws: list[int] = []
     monkeypatch.setattr(widget.figure.canvas, "draw", lambda: full_draws.append(1))
     for state in NEW_STATES[name]:
+        before = bytes(widget.image.value)
         for control, value in state.items():
             widget.controls[control].value = value
         assert full_draws == [], f"{name} {state}: the whole figure was drawn again"
+        assert bytes(widget.image.value) != before, f"{name} {state}: no new picture"
 
 
 def test_the_kept_layers_are_bounded(induction_model: InductionModel) -> None:

@@ -24,6 +24,7 @@ website uses), because JupyterLab's PNG renderer gives a picture no alt text.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 __all__ = ["DISPLAY_DPI", "MAX_FIGURE_INCHES", "MIN_FONT_POINTS", "PAGE_WIDTH", "PIXEL_DENSITY", "use_alt_html",
            "use_retina_inline"]
@@ -39,17 +40,22 @@ MIN_FONT_POINTS = 9.0  # the smallest text a figure may show, in points at its d
 MAX_FIGURE_INCHES = round(PAGE_WIDTH / DISPLAY_DPI - 2 * 0.1, 2)  # 7.7
 
 
+def _ipython_shell() -> Any:
+    """The running IPython shell (a notebook kernel's), or None in plain Python."""
+    if "IPython" not in sys.modules:  # plain Python: IPython is not even loaded
+        return None
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
 def use_retina_inline() -> bool:
     """Ask the running IPython kernel's inline backend for ``retina`` PNGs; False outside IPython.
 
     Sets the ``InlineBackend.figure_formats`` option, which installs the retina formatter at once and
     again whenever pyplot (re)activates the inline backend, whichever is imported first.
     """
-    if "IPython" not in sys.modules:  # plain Python: IPython is not even loaded
-        return False
-    from IPython import get_ipython
-
-    shell = get_ipython()
+    shell = _ipython_shell()
     if shell is None:
         return False
     try:
@@ -70,16 +76,13 @@ def use_retina_inline() -> bool:
 
 def use_alt_html() -> bool:
     """Show each lesson figure in the running IPython kernel as an ``<img>`` with its alt text; False outside."""
-    if "IPython" not in sys.modules:
-        return False
-    from IPython import get_ipython
-
-    shell = get_ipython()
+    shell = _ipython_shell()
     if shell is None or not hasattr(shell, "events"):
         return False
     from .alt_text import install_alt_html
 
-    return install_alt_html(shell)
+    install_alt_html(shell)
+    return True
 
 
 use_retina_inline()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["ALT_TEXTS", "alt_text_for", "figure_html", "install_alt_html"]
+__all__ = ["ALT_TEXTS", "alt_text_for", "figure_html", "install_alt_html", "matching_keys"]
 
 # (lesson, a piece of the figure cell's source) -> what the figure shows, in one or two sentences.
 # Every piece names the plotting module too, so no piece is found in another lesson's cells.
@@ -162,13 +162,19 @@ ALT_TEXTS: dict[tuple[str, str], str] = {
     ),
 }
 
-_running: dict[str, Any] = {"source": "", "shell": None}  # the cell the kernel runs now, and the kernel's shell
+# The kernel's shell, the source of the cell it runs now and that cell's alt text (None: not a lesson figure's).
+_running: dict[str, Any] = {"shell": None, "source": "", "alt": None}
+
+
+def matching_keys(source: str, lesson: str | None = None) -> list[tuple[str, str]]:
+    """The keys of ``ALT_TEXTS`` whose piece ``source`` contains (only ``lesson``'s, if given)."""
+    return [key for key in ALT_TEXTS if key[1] in source and lesson in (None, key[0])]
 
 
 def alt_text_for(source: str) -> str | None:
     """The alt text of the one figure whose piece ``source`` contains; None if it contains none or several."""
-    found = {text for (_, piece), text in ALT_TEXTS.items() if piece in source}
-    return found.pop() if len(found) == 1 else None
+    keys = matching_keys(source)
+    return ALT_TEXTS[keys[0]] if len(keys) == 1 else None
 
 
 def figure_html(png_base64: str, alt: str, width: int | None = None) -> str:
@@ -192,7 +198,7 @@ def _show_with_alt(figure: Any) -> None:
         data, metadata = formatter.format(figure)
     finally:
         formatter.ipython_display_formatter.enabled = True
-    png, alt = data.get("image/png"), alt_text_for(_running["source"])
+    png, alt = data.get("image/png"), _running["alt"]
     if isinstance(png, str) and alt:
         data["text/html"] = figure_html(png, alt, metadata.get("image/png", {}).get("width"))
     if data:
@@ -201,14 +207,14 @@ def _show_with_alt(figure: Any) -> None:
 
 def _follow(source: str) -> None:
     """Keep the running cell's source; figures get ``_show_with_alt`` only while a lesson figure's cell runs."""
-    _running["source"] = source
+    _running.update(source=source, alt=alt_text_for(source))
     shell = _running["shell"]
     if shell is None:
         return
     from matplotlib.figure import FigureBase
 
     printers = shell.display_formatter.ipython_display_formatter
-    if alt_text_for(source) is None:
+    if _running["alt"] is None:
         printers.pop(FigureBase, None)  # a learner's own plot: displayed as IPython always does
     else:
         printers.for_type(FigureBase, _show_with_alt)
@@ -231,21 +237,16 @@ def _started_cell(shell: Any) -> str:
     return str(history[-1]) if history else str(_running["source"])
 
 
-def install_alt_html(shell: Any) -> bool:
-    """Show every lesson figure in ``shell`` with a ``text/html`` form carrying its alt text; True if installed.
+def install_alt_html(shell: Any) -> None:
+    """Show every lesson figure in ``shell`` with a ``text/html`` form carrying its alt text.
 
     Before each cell whose source names a lesson figure, a display printer is set for
     ``matplotlib.figure.FigureBase`` (IPython's ``select_figure_formats``, which pyplot runs when it
     activates the inline backend, removes printers for ``Figure`` itself, not this one, which a ``Figure``
     reaches through its base class); before any other cell it is removed.
     """
-    try:
-        import matplotlib.figure  # noqa: F401
-    except ImportError:  # pragma: no cover - matplotlib is a requirement
-        return False
     _running["shell"] = shell
     callbacks = shell.events.callbacks["pre_run_cell"]
     if _remember_cell not in callbacks:
         shell.events.register("pre_run_cell", _remember_cell)
     _follow(_started_cell(shell))  # the cell importing this package started before the hook was there
-    return True

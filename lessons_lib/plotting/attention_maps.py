@@ -17,6 +17,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
 from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
@@ -42,6 +43,7 @@ __all__ = [
     "plot_head_map",
     "plot_split_layouts",
     "tile_maps",
+    "tiled_shape",
 ]
 
 MAP_CMAP = "viridis"
@@ -63,7 +65,7 @@ def _check_labels(name: str, labels: Sequence[str], size: int) -> None:
 
 
 def add_colorbar(
-    image: AxesImage,
+    image: ScalarMappable,
     ax: Axes,
     label: str,
     gap: float = 0.01,
@@ -71,7 +73,8 @@ def add_colorbar(
     bottom: float | None = None,
     **kwargs: Any,
 ) -> Colorbar:
-    """A colour bar for ``image`` in a thin new axes just right of ``ax`` (figure fractions).
+    """A colour bar for ``image`` (an image or a mesh: anything with a colour map) in a thin new axes just
+    right of ``ax`` (figure fractions).
 
     Placed by hand rather than by stealing space from ``ax``, so the figure's fixed layout stays
     as it was. It runs from the top of ``ax`` down to its bottom, or down to ``bottom`` (a figure
@@ -153,6 +156,11 @@ def draw_cut_matrix(ax: Axes, w: NDArray[np.floating]) -> list[Line2D]:
     return [ax.axvline(col - 0.5, color="black", linewidth=1.5, visible=False) for col in range(1, w.shape[1])]
 
 
+def tiled_shape(T: int, S: int, rows: int, cols: int) -> tuple[int, int]:
+    """The shape of ``rows`` x ``cols`` tiles of (T, S) maps, one empty row and column between tiles."""
+    return rows * (T + 1) - 1, cols * (S + 1) - 1
+
+
 def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArray[np.float64]:
     """Place ``maps (h, T, S)`` in a fixed grid of ``slots`` cells, NaN (blank) between and after.
 
@@ -164,7 +172,7 @@ def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArr
         raise ValueError(f"cannot place h={h} maps in {slots} slots; make sure slots >= h")
     cols = min(slots, per_row)
     rows = -(-slots // cols)
-    tiled = np.full((rows * (T + 1) - 1, cols * (S + 1) - 1), np.nan)
+    tiled = np.full(tiled_shape(T, S, rows, cols), np.nan)
     for i in range(h):
         r, c = divmod(i, cols)
         tiled[r * (T + 1) : r * (T + 1) + T, c * (S + 1) : c * (S + 1) + S] = maps[i]
@@ -174,7 +182,8 @@ def tile_maps(maps: NDArray[np.floating], slots: int, per_row: int = 8) -> NDArr
 def draw_tiled_maps(ax: Axes, maps: NDArray[np.floating], slots: int, per_row: int = 8) -> AxesImage:
     """``maps (h, T, S)`` side by side in a grid of ``slots`` cells (see `tile_maps`), no axes.
 
-    Update the picture with ``image.set_data(tile_maps(new_maps, slots, per_row))``.
+    Update the picture with ``image.set_data(tile_maps(new_maps, slots, per_row))`` (the widgets draw it as a
+    mesh instead: `widgets.base._as_mesh`).
     """
     tiled = tile_maps(maps, slots, per_row)
     image = ax.imshow(tiled, cmap=MAP_CMAP, vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")

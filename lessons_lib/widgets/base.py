@@ -414,7 +414,7 @@ class LessonWidget(ABC):
         if loop is None:
             self._present(self._picture())
         elif burst:
-            self._wait(loop, BURST_SECONDS, self._paint, self._turn)
+            self._wait(loop, BURST_SECONDS, self._present_turn, self._turn)
         else:
             self._wait(loop, QUEUED_SECONDS, self._draw_ahead, self._turn, loop.time() + SETTLE_SECONDS)
 
@@ -442,17 +442,11 @@ class LessonWidget(ABC):
             loop = asyncio.get_running_loop()
             self._wait(loop, max(due - loop.time(), QUEUED_SECONDS), self._present_turn, turn, picture)
 
-    def _paint(self, turn: int) -> None:
-        """Draw the picture of ``.data`` and show it with the readout, unless a newer change came."""
+    def _present_turn(self, turn: int, picture: bytes | None = None) -> None:
+        """Show ``picture`` (drawn ahead; None: draw ``.data``'s now) with the readout, unless a newer change came."""
         with _UPDATING:
             if turn == self._turn:
-                self._present(self._picture())
-
-    def _present_turn(self, turn: int, picture: bytes) -> None:
-        """Show ``picture`` (drawn ahead) with the readout, unless a newer change came."""
-        with _UPDATING:
-            if turn == self._turn:
-                self._present(picture)
+                self._present(self._picture() if picture is None else picture)
 
     def _picture(self) -> bytes:
         """The picture of ``.data`` as PNG: a picture already drawn for the same key again, without drawing."""

@@ -43,6 +43,7 @@ from lessons_lib.plotting.attention_maps import (
     head_ticks,
     label_tokens,
     tile_maps,
+    tiled_shape,
 )
 from lessons_lib.toy_task import make_batch
 from lessons_lib.widgets.base import LessonWidget, _as_mesh, _pin_axis_labels, _set_cells, map_in_words
@@ -148,8 +149,8 @@ class HeadExplorer(LessonWidget):
             ax.set_xlabel(f"d_h={layer.head_width} columns" if name != "wv" else "values (not the map)", fontsize=9)
             ax.set_xticks([])
         # Colour bars are drawn once, into the cached background: they cost nothing per update.
-        add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)  # type: ignore[arg-type]  # a mesh will do
-        add_colorbar(self._columns[-1], self._axes[-1], "weight entry")  # type: ignore[arg-type]
+        add_colorbar(self._map, self._axes[0], WEIGHT_LABEL)
+        add_colorbar(self._columns[-1], self._axes[-1], "weight entry")
         # The tokens change with the sequence only: the map's axes (token labels) are drawn once per sequence,
         # on the parts that never change (`_layer`), so a sequence shown for the first time draws only them.
         self._labels_layer = [self._axes[0].xaxis, self._axes[0].yaxis]
@@ -258,9 +259,9 @@ class HeadReslicer(LessonWidget):
         visible = self.data["maps"][self.data["visible"]]
         tiles = draw_tiled_maps(self._maps_ax, visible, slots=len(visible), per_row=TILES_PER_ROW)
         _, T, S = self.data["maps"].shape
-        self._tiles = _as_mesh(tiles, (T, TILES_PER_ROW * (S + 1) - 1))  # room for the widest row of maps
+        self._tiles = _as_mesh(tiles, tiled_shape(T, S, 1, TILES_PER_ROW))  # room for the widest row of maps
         add_colorbar(self._wq_ax.images[0], self._wq_ax, "wq entry")  # drawn once, in the cached background
-        add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)  # type: ignore[arg-type]  # a mesh will do
+        add_colorbar(self._tiles, self._maps_ax, WEIGHT_LABEL)
         self._names: list[Text] = []
         self._shown: tuple[int, int] | None = None
         self._maps_ax.axis("on")
@@ -375,7 +376,7 @@ class SplitExplorer(LessonWidget):
         self._ax = self.figure.add_axes((0.08, 0.18, 0.46, 0.7))
         self._image = _as_mesh(draw_split_layout(self._ax, self.data["layout"], self.data["heads"], ""))
         most = max(self.controls["heads"].options)  # one static bar for every h offered: head ids 0 .. most-1
-        add_colorbar(self._image, self._ax, "head", **head_ticks(most))  # type: ignore[arg-type]  # a mesh will do
+        add_colorbar(self._image, self._ax, "head", **head_ticks(most))
         # The longest line ("head 0: tokens 0-3, features 0-3", 33 characters) ends inside the picture.
         self._legend = self.figure.text(0.63, 0.85, "", va="top", fontsize=9, family="monospace")
         return [self._image, self._legend, self._ax.title]

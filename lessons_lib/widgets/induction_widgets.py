@@ -223,12 +223,13 @@ class InductionExplorer(LessonWidget):
         self._map = _as_mesh(draw_map(map_ax, self.data["map"], labels, labels, self.data["title"]), (context, context))
         map_ax.tick_params(labelsize=FONT_SIZE)
         map_ax.tick_params(axis="x", labelrotation=90)  # token ids side by side would run together
-        map_ax.tick_params(which="both", length=2)  # a tick at every position, labelled or not
-        add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)  # type: ignore[arg-type]  # a mesh will do
+        map_ax.tick_params(length=2)  # the labels' distance from the map (its marks are drawn below, 2 pt)
+        add_colorbar(self._map, map_ax, WEIGHT_LABEL, gap=0.005, width=0.008)
         # The map is square and as tall as its slot: its side in points, whatever the sequence's length.
         self._map_side = map_ax.get_position().height * self.figure.get_figheight() * 72
         self._whole, self._ablated = draw_next_token_panel(panel_ax, len(labels))
-        self._panel_height = panel_ax.get_position().height * self.figure.get_figheight() * 72  # points
+        panel_height = panel_ax.get_position().height * self.figure.get_figheight() * 72  # points
+        self._pair_reach = matplotlib.rcParams["xtick.major.size"] / panel_height  # the panel's marks, axes fraction
         panel_ax.set_title("p(each position's next token), 'a>b': token a, then b",
                            fontsize=FONT_SIZE)
         # The panel's vertical grid lines as one collection (a grid line per tick takes ten times as long to
@@ -237,8 +238,9 @@ class InductionExplorer(LessonWidget):
         self._grid = LineCollection([], colors=matplotlib.rcParams["grid.color"], alpha=0.3,
                                     linewidths=matplotlib.rcParams["grid.linewidth"])
         panel_ax.add_collection(self._grid, autolim=False)
-        # The tick marks too, one collection per axis (`_mark_positions`), drawn where the axes' own marks were:
-        # those are off (their labels stay in place: a label keeps its distance whether its mark shows or not).
+        # The tick marks too, one collection per axis (set in `_label_positions` and `_draw`), drawn where the
+        # axes' own marks were: those are off (their labels stay in place: a label keeps its distance whether
+        # its mark shows or not).
         map_ax.tick_params(which="both", bottom=False, left=False)
         panel_ax.tick_params(axis="x", bottom=False)
         self._marks = {
@@ -250,7 +252,6 @@ class InductionExplorer(LessonWidget):
                           (panel_ax, self._marks["pairs"])):
             marks.set(colors="black", capstyle="butt", clip_on=False)
             ax.add_collection(marks, autolim=False)
-        self._length = 0
         self._labelled: list[int] = []  # the tokens the axes are labelled with
         # The token labels (the map's axes, the panel's "a>b" axis and its grid lines; then, as in a full
         # draw, the frames over them) change with the tokens only: drawn once per sequence, on the parts
@@ -282,12 +283,12 @@ class InductionExplorer(LessonWidget):
 
     def _label_positions(self, labels: list[str]) -> None:
         """Token labels on the map's axes (keys along the bottom, queries down the side), thinned by
-        `_label_step`; a minor tick marks every position."""
+        `_label_step`; a minor tick and a mark at every position."""
         step = self._label_step(len(labels))
         shown = range(0, len(labels), step)
         for axis in (self._map_ax.xaxis, self._map_ax.yaxis):
             axis.set_ticks(shown, [labels[i] for i in shown])
-            axis.set_ticks(range(len(labels)) if step > 1 else [], minor=True)
+            axis.set_ticks(range(len(labels)) if step > 1 else [], minor=True)  # every position (unmarked)
         # Their marks: every position's, 2 pt outside the map, a labelled one as wide as a major tick.
         reach = 2 / self._map_side  # axes fraction (the map is square)
         widths = [matplotlib.rcParams["xtick.major.width" if i % step == 0 else "xtick.minor.width"]
@@ -298,16 +299,14 @@ class InductionExplorer(LessonWidget):
     def _draw(self) -> None:
         d = self.data
         n = len(d["ids"])
-        if n != self._length:  # the axes' lengths place the image and the lines: set them every time
-            self._map_ax.set_xlim(-0.5, n - 0.5)
-            self._map_ax.set_ylim(n - 0.5, -0.5)
-            self._panel_ax.set_xlim(-0.5, n - 1.5)
-            self._grid.set_segments([[(t, -0.02), (t, 1.0)] for t in range(n - 1)])  # -0.02: the panel's bottom
-            reach = matplotlib.rcParams["xtick.major.size"] / self._panel_height  # axes fraction
-            self._marks["pairs"].set(segments=[[(t, 0.0), (t, -reach)] for t in range(n - 1)],
-                                     linewidths=matplotlib.rcParams["xtick.major.width"])
-            self._length = n
         if d["ids"] != self._labelled:
+            if n != len(self._labelled):  # the axes' lengths place the image and the lines
+                self._map_ax.set_xlim(-0.5, n - 0.5)
+                self._map_ax.set_ylim(n - 0.5, -0.5)
+                self._panel_ax.set_xlim(-0.5, n - 1.5)
+                self._grid.set_segments([[(t, -0.02), (t, 1.0)] for t in range(n - 1)])  # -0.02: the panel's bottom
+                self._marks["pairs"].set(segments=[[(t, 0.0), (t, -self._pair_reach)] for t in range(n - 1)],
+                                         linewidths=matplotlib.rcParams["xtick.major.width"])
             self._label_positions(d["labels"])
             self._labelled = list(d["ids"])
             pairs = [f"{a}>{b}" for a, b in zip(d["ids"], d["ids"][1:], strict=False)]

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from lessons_lib import shakespeare
 from lessons_lib.plotting import MIN_FONT_POINTS
-from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step, tile_maps
+from lessons_lib.plotting.attention_maps import WEIGHT_LABEL, add_colorbar, draw_map, label_step, tile_maps, tiled_shape
 from lessons_lib.shakespeare import ShakespeareModel, Vocabulary
 from lessons_lib.widgets.base import LessonWidget, _as_mesh, _set_cells, map_in_words
 
@@ -46,7 +46,7 @@ MONO_ADVANCE = 1233 / 2048  # the width of every DejaVu Sans Mono character, in 
 DOWN_PITCH = 1.15 * FONT_SIZE
 ALL = "all"  # the head control's value for every head of the layer at once
 KEPT_RUNS = 8  # forward passes kept (the most recent texts' weights, up to 4 MB each)
-KEPT_LAYERS = 4  # drawings of the per-text layer kept (the most recent texts', 7 MB each)
+KEPT_TEXT_LAYERS = 4  # drawings of the per-text layer kept (the most recent texts', 7 MB each)
 
 
 def visible(text: str) -> str:
@@ -257,7 +257,7 @@ class TextExplorer(LessonWidget):
         labels = self.data["labels"]
         first = self.data["map"] if self.data["head"] != ALL else self.data["map"][0]  # _draw shows the real one
         grid = self._grid()  # room for every head's map side by side, each of `SHOWN` characters
-        room = (grid[0] * (SHOWN + 1) - 1, grid[1] * (SHOWN + 1) - 1)
+        room = tiled_shape(SHOWN, SHOWN, *grid)
         self._map = _as_mesh(draw_map(map_ax, first, labels, labels, self.data["title"]), room)
         # Over a long text a head's weights are small: the map's colours follow their square roots (fixed,
         # 0 to 1), which keeps weights of 0.05 visible without hiding which weights are large. The map's mesh
@@ -266,7 +266,7 @@ class TextExplorer(LessonWidget):
         map_ax.set_xticks([], [])
         map_ax.set_yticks([], [])
         weights = [0, 0.05, 0.2, 0.5, 1]
-        bar = add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)",  # type: ignore[arg-type]
+        bar = add_colorbar(self._map, map_ax, f"{WEIGHT_LABEL} (square-root scale)",
                            gap=0.008, width=0.012,
                            ticks=np.sqrt(weights).tolist())
         bar.set_ticklabels([f"{w:g}" for w in weights])
@@ -313,7 +313,7 @@ class TextExplorer(LessonWidget):
         self._per_head: list[Artist] = [self._map, map_ax.title, *self._names]  # the names lie on the maps
         return [*self._per_head, *self._per_text]
 
-    _kept_layers = KEPT_LAYERS  # the per-text layers kept (see `LessonWidget._render`)
+    _kept_layers = KEPT_TEXT_LAYERS  # the per-text layers kept (see `LessonWidget._render`)
 
     def _layer(self) -> list[Artist]:
         return self._per_text

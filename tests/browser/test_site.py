@@ -460,6 +460,10 @@ OPEN_FOLDS_JS = """
 """
 
 
+# Resolves once MathJax has typeset the page (its startup promise), at once on a page without it.
+MATHJAX_DONE_JS = "() => window.MathJax?.startup?.promise ? window.MathJax.startup.promise.then(() => true) : true"
+
+
 def site_pages(site: Path) -> list[Path]:
     """Every page of the built site: the landing page, the lessons, the search and index pages and the
     forwarding page at the top (not the theme's template fragments under _static/)."""
@@ -508,6 +512,7 @@ def test_axe_finds_nothing_serious_on_any_page(
                 page.wait_for_load_state("load")
                 theme = page.evaluate("document.documentElement.dataset.theme")
                 assert theme == mode, f"{name} is in {theme} mode in a browser that prefers {mode}"
+            page.evaluate(MATHJAX_DONE_JS)  # axe reads the page as typeset, not half-way
             page.evaluate(OPEN_FOLDS_JS)
             report[name] = found = axe_violations(page)
             refused.extend(f"{name}: {line}" for line in serious_violations(found))
